@@ -1,0 +1,40 @@
+# The two set-up commands of README.md: `make run` and `make test`.
+# Each installs what it needs (system packages via apt-get when missing, then a virtualenv).
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+HOST   ?= 127.0.0.1
+PORT   ?= 8000
+
+.PHONY: run test lint bench proto system-deps test-deps
+
+run: $(VENV)/.installed
+	$(VENV)/bin/pprof-share serve --host $(HOST) --port $(PORT)
+
+test: test-deps $(VENV)/.installed-test
+	$(VENV)/bin/ruff check share tests bench
+	$(VENV)/bin/ruff format --check share tests bench
+	$(VENV)/bin/pytest
+
+bench: test-deps $(VENV)/.installed-test
+	$(PY) bench/run.py
+
+proto: $(VENV)/.installed-test
+	$(VENV)/bin/pip install -q -e '.[proto]'
+	$(PY) -m grpc_tools.protoc -Ishare/_proto --python_out=share/_proto \
+		--pyi_out=share/_proto share/_proto/profile.proto
+
+system-deps:
+	@bash .ci/system-deps.sh base
+
+test-deps:
+	@bash .ci/system-deps.sh test
+
+$(VENV)/.installed: pyproject.toml | system-deps
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e .
+	touch $@
+
+$(VENV)/.installed-test: pyproject.toml $(VENV)/.installed
+	$(PY) -m pip install -q -e '.[test]'
+	touch $@

@@ -1,0 +1,249 @@
+"""Fixtures: the app on each backend pair, real redis-server and S3 (moto server) processes,
+a live `pprof-share serve`, and a headless Chromium page.
+
+Services are started by the tests themselves on free ports. A service that cannot start is a
+skip on a developer's machine and a failure under CI=true.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+CORPUS = Path(__file__).parent / "corpus"
+ARTIFACTS = Path(__file__).parent / "artifacts"
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+BIN = Path(sys.executable).parent
+
+
+def unavailable(reason: str) -> None:
+    """Skip locally; under CI a missing service fails the run."""
+    if IN_CI:
+        pytest.fail(f"required service unavailable under CI=true: {reason}")
+    pytest.skip(reason)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 20) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            return False
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return True
+        except OSError:
+            time.sleep(0.05)
+    return False
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.fixture(scope="session")
+def manifest() -> list[dict[str, str]]:
+    """Rows of the corpus MANIFEST.tsv (path, valid, sample_types, n_samples, note, ...)."""
+    with open(CORPUS / "MANIFEST.tsv", newline="") as f:
+        return list(csv.DictReader(f, delimiter="\t"))
+
+
+# --- real services ---------------------------------------------------------------------------
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A redis-server of our own on a free port, keeping nothing on disk."""
+    exe = shutil.which("redis-server")
+    if exe is None:
+        unavailable("redis-server is not installed (make test installs it)")
+    port = free_port()
+    workdir = tmp_path_factory.mktemp("redis")
+    proc = subprocess.Popen(
+        [
+            exe,
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(workdir),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    if not wait_for_port(port, proc):
+        stop(proc)
+        unavailable("redis-server did not start")
+    yield f"redis://127.0.0.1:{port}/0"
+    stop(proc)
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint() -> Iterator[str]:
+    """moto's S3-compatible HTTP server in its own process; reached by boto3 over the wire."""
+    exe = BIN / "moto_server"
+    if not exe.exists():
+        unavailable("moto_server is not installed (pip install 'moto[server]')")
+    port = free_port()
+    proc = subprocess.Popen(
+        [str(exe), "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    if not wait_for_port(port, proc, timeout=30):
+        stop(proc)
+        unavailable("moto_server did not start")
+    endpoint = f"http://127.0.0.1:{port}"
+    saved = {k: os.environ.get(k) for k in _AWS_ENV}
+    os.environ.update(_AWS_ENV, AWS_ENDPOINT_URL=endpoint)
+    yield endpoint
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+    os.environ.pop("AWS_ENDPOINT_URL", None)
+    stop(proc)
+
+
+_AWS_ENV = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_DEFAULT_REGION": "us-east-1",
+}
+
+
+def new_bucket(endpoint: str) -> str:
+    import boto3
+
+    name = f"pprof-share-{uuid.uuid4().hex[:12]}"
+    boto3.client("s3", endpoint_url=endpoint).create_bucket(Bucket=name)
+    return name
+
+
+# --- the app on each backend pair ----------------------------------------------------------
+BACKENDS = ["local", "s3+redis"]
+
+
+def backend_settings(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, Any]:
+    """Settings for one backend pair, on fresh, empty stores."""
+    if kind == "local":
+        return {"BLOBS": f"file:{tmp_path}/blobs", "META": f"sqlite:{tmp_path}/meta.sqlite3"}
+    endpoint = request.getfixturevalue("s3_endpoint")
+    url = request.getfixturevalue("redis_url")
+    import redis
+
+    redis.Redis.from_url(url).flushdb()
+    return {"BLOBS": f"s3://{new_bucket(endpoint)}/profiles", "META": url}
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, Any]:
+    """Settings of each backend pair in turn: local dir + SQLite, then S3 + Redis."""
+    return backend_settings(request.param, request, tmp_path)
+
+
+@pytest.fixture
+def app(tmp_path: Path):  # type: ignore[no-untyped-def]
+    """The app on the embedded default stores in a fresh tmp dir."""
+    from share import create_app
+
+    return create_app(
+        {"BLOBS": f"file:{tmp_path}/blobs", "META": f"sqlite:{tmp_path}/meta.sqlite3"}
+    )
+
+
+@pytest.fixture
+def client(app):  # type: ignore[no-untyped-def]
+    return app.test_client()
+
+
+# --- a real server ---------------------------------------------------------------------------
+@pytest.fixture(scope="session")
+def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """`pprof-share serve` in a subprocess on a free port, on local stores in a tmp dir."""
+    data = tmp_path_factory.mktemp("live")
+    port = free_port()
+    env = dict(
+        os.environ,
+        SHARE_BLOBS=f"file:{data}/blobs",
+        SHARE_META=f"sqlite:{data}/meta.sqlite3",
+        SHARE_PUBLIC_URL="",
+    )
+    proc = subprocess.Popen(
+        [str(BIN / "pprof-share"), "serve", "--port", str(port), "--workers", "2"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=open(data / "server.log", "wb"),  # noqa: SIM115
+    )
+    if not wait_for_port(port, proc, timeout=30):
+        stop(proc)
+        pytest.fail(f"pprof-share serve did not start: {(data / 'server.log').read_text()}")
+    yield f"http://127.0.0.1:{port}"
+    stop(proc)
+
+
+# --- a browser -------------------------------------------------------------------------------
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+@pytest.fixture(scope="session")
+def browser():  # type: ignore[no-untyped-def]
+    """Headless Debian Chromium driven by Playwright (no downloaded browser build)."""
+    if not os.path.exists(CHROMIUM):
+        unavailable(f"{CHROMIUM} is not installed (make test installs it)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        unavailable("playwright is not installed")
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser):  # type: ignore[no-untyped-def]
+    """A fresh page; console errors and page errors are collected in page.console_errors."""
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.console_errors = errors
+    ARTIFACTS.mkdir(exist_ok=True)
+    yield page
+    context.close()

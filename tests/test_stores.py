@@ -1,0 +1,145 @@
+"""One contract suite for the store interfaces, run against every backend on real servers."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from share import blobs, meta
+from share.meta import Record
+
+
+@pytest.fixture
+def stores(backend: dict[str, Any]) -> tuple[blobs.BlobStore, meta.MetaStore]:
+    blob_store, meta_store = blobs.from_url(backend["BLOBS"]), meta.from_url(backend["META"])
+    blob_store.check()
+    meta_store.check()
+    return blob_store, meta_store
+
+
+def make_record(pid: str = "AAAAAAAAAAAAAAAA", expires_at: float | None = None) -> Record:
+    return Record(
+        id=pid,
+        sha256="00" * 32,
+        title="cpu.pb.gz",
+        size_bytes=10,
+        stored_bytes=5,
+        created_at=1000.0,
+        expires_at=expires_at,
+        delete_token_hash="ab" * 32,
+        sample_types=[["samples", "count"], ["cpu", "nanoseconds"]],
+        default_sample_type="cpu",
+        metadata={"period": 10},
+    )
+
+
+def test_blob_roundtrip_and_missing(stores):
+    blob_store, _ = stores
+    assert not blob_store.exists("k1")
+    with pytest.raises(FileNotFoundError):
+        blob_store.get("k1")
+    blob_store.put("k1", b"\x1f\x8bdata")
+    assert blob_store.exists("k1")
+    assert blob_store.get("k1") == b"\x1f\x8bdata"
+    blob_store.put("k1", b"same key, new bytes")  # idempotent overwrite
+    assert blob_store.get("k1") == b"same key, new bytes"
+    blob_store.delete("k1")
+    blob_store.delete("k1")  # already gone: no error
+    assert not blob_store.exists("k1")
+
+
+def test_record_create_is_insert_once(stores):
+    _, meta_store = stores
+    record = make_record()
+    assert meta_store.load(record.id) is None
+    assert meta_store.create(record) is True
+    assert meta_store.create(make_record()) is False
+    loaded = meta_store.load(record.id)
+    assert loaded == record
+
+
+def test_concurrent_creates_make_one_record(stores):
+    _, meta_store = stores
+    results: list[bool] = []
+    barrier = threading.Barrier(16)
+
+    def create() -> None:
+        barrier.wait()
+        results.append(meta_store.create(make_record("BBBBBBBBBBBBBBBB")))
+
+    threads = [threading.Thread(target=create) for _ in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(results) == [False] * 15 + [True]
+
+
+def test_extend_expiry_keeps_the_later(stores):
+    _, meta_store = stores
+    now = time.time()
+    meta_store.create(make_record(expires_at=now + 100))
+    assert meta_store.extend_expiry("AAAAAAAAAAAAAAAA", now + 50) == pytest.approx(now + 100)
+    assert meta_store.extend_expiry("AAAAAAAAAAAAAAAA", now + 500) == pytest.approx(now + 500)
+    assert meta_store.load("AAAAAAAAAAAAAAAA").expires_at == pytest.approx(now + 500)
+    assert meta_store.extend_expiry("AAAAAAAAAAAAAAAA", None) is None  # never is the latest
+    assert meta_store.extend_expiry("AAAAAAAAAAAAAAAA", now + 10) is None
+    assert meta_store.expired(now + 10**9) == []
+    with pytest.raises(KeyError):
+        meta_store.extend_expiry("CCCCCCCCCCCCCCCC", None)
+
+
+def test_expired_index_and_conditional_delete(stores):
+    _, meta_store = stores
+    now = time.time()
+    meta_store.create(make_record("AAAAAAAAAAAAAAAA", expires_at=now + 60))
+    meta_store.create(make_record("BBBBBBBBBBBBBBBB", expires_at=now + 3600))
+    meta_store.create(make_record("CCCCCCCCCCCCCCCC", expires_at=None))
+    assert meta_store.expired(now) == []
+    assert meta_store.expired(now + 120) == ["AAAAAAAAAAAAAAAA"]
+    assert meta_store.expiry_of("AAAAAAAAAAAAAAAA") == pytest.approx(now + 60)
+    # Not yet expired at `now`: a conditional delete must leave it.
+    assert meta_store.delete("AAAAAAAAAAAAAAAA", only_if_expired_at=now) is False
+    assert meta_store.delete("CCCCCCCCCCCCCCCC", only_if_expired_at=now + 10**9) is False
+    assert meta_store.delete("AAAAAAAAAAAAAAAA", only_if_expired_at=now + 120) is True
+    assert meta_store.load("AAAAAAAAAAAAAAAA") is None
+    assert meta_store.expired(now + 10**9) == ["BBBBBBBBBBBBBBBB"]
+    assert meta_store.delete("CCCCCCCCCCCCCCCC") is True
+    assert meta_store.delete("CCCCCCCCCCCCCCCC") is False
+
+
+def test_views_are_dropped_with_the_profile(stores):
+    _, meta_store = stores
+    meta_store.view_put("AAAAAAAAAAAAAAAA", "top:cpu", b"nothing to attach to")
+    assert meta_store.view_get("AAAAAAAAAAAAAAAA", "top:cpu") is None
+    meta_store.create(make_record())
+    meta_store.view_put("AAAAAAAAAAAAAAAA", "top:cpu", b"\x00binary\xff")
+    assert meta_store.view_get("AAAAAAAAAAAAAAAA", "top:cpu") == b"\x00binary\xff"
+    assert meta_store.view_get("AAAAAAAAAAAAAAAA", "top:alloc") is None
+    meta_store.delete("AAAAAAAAAAAAAAAA")
+    assert meta_store.view_get("AAAAAAAAAAAAAAAA", "top:cpu") is None
+
+
+def test_redis_ttl_agrees_with_expiry_index(redis_url):
+    store = meta.RedisMetaStore(redis_url)
+    store.client.flushdb()
+    at = time.time() + 3600
+    store.create(make_record(expires_at=at))
+    store.view_put("AAAAAAAAAAAAAAAA", "flame", b"x")
+    record_key, views_key = (
+        store.key("profile", "AAAAAAAAAAAAAAAA"),
+        store.key("views", "AAAAAAAAAAAAAAAA"),
+    )
+    assert store.client.zscore(store.key("expiry"), "AAAAAAAAAAAAAAAA") == pytest.approx(at)
+    assert abs(store.client.expiretime(record_key) - at) <= 1
+    assert abs(store.client.expiretime(views_key) - at) <= 1
+    store.extend_expiry("AAAAAAAAAAAAAAAA", at + 7200)
+    assert abs(store.client.expiretime(record_key) - (at + 7200)) <= 1
+    assert abs(store.client.expiretime(views_key) - (at + 7200)) <= 1
+    store.extend_expiry("AAAAAAAAAAAAAAAA", None)
+    assert store.client.ttl(record_key) == -1
+    assert store.client.zscore(store.key("expiry"), "AAAAAAAAAAAAAAAA") is None
+    assert all(k.startswith(b"pprof-share:") for k in store.client.keys("*"))

@@ -1,0 +1,359 @@
+// The index page: drag-and-drop anywhere and the file picker upload through XMLHttpRequest (for
+// upload progress), one file after another; server errors show inline; uploads made from this
+// browser are remembered in localStorage with their delete tokens. Without this script the
+// form still posts and the server answers with a redirect to the link.
+"use strict";
+
+(() => {
+  const STORE_KEY = "pprof-share:uploads";
+  const form = document.getElementById("upload-form");
+  if (!form) return;
+  const picker = document.getElementById("file");
+  const titleInput = document.getElementById("title");
+  const expiresInput = document.getElementById("expires");
+  const progress = document.getElementById("progress");
+  const progressBar = document.getElementById("progress-bar");
+  const progressName = document.getElementById("progress-name");
+  const progressText = document.getElementById("progress-text");
+  const results = document.getElementById("results");
+  const maxBytes = Number(form.dataset.maxUploadBytes) || Infinity;
+  const maxHuman = form.dataset.maxUploadHuman || "";
+  // form.action is absolute and keeps any prefix the app is mounted under.
+  const base = form.action;
+
+  document.documentElement.classList.add("js");
+  picker.multiple = true;
+
+  // ---- sizes and times -------------------------------------------------------------------
+
+  function humanBytes(n) {
+    const units = ["bytes", "KiB", "MiB", "GiB"];
+    let i = 0;
+    while (n >= 1024 && i < units.length - 1) {
+      n /= 1024;
+      i++;
+    }
+    return i === 0 ? `${n} bytes` : `${n.toFixed(1)} ${units[i]}`;
+  }
+
+  function humanTime(epochSeconds) {
+    if (epochSeconds == null) return "never";
+    return new Date(epochSeconds * 1000).toLocaleString();
+  }
+
+  // The API gives RFC 3339 strings; the list keeps epoch seconds (as static/banner.js does).
+  function toEpoch(value) {
+    if (value == null || value === "") return null;
+    if (typeof value === "number") return value;
+    const ms = Date.parse(value);
+    return Number.isNaN(ms) ? null : ms / 1000;
+  }
+
+  // ---- remembered uploads ----------------------------------------------------------------
+
+  function loadUploads() {
+    try {
+      const list = JSON.parse(localStorage.getItem(STORE_KEY) || "[]");
+      return Array.isArray(list) ? list.filter((u) => u && typeof u.id === "string") : [];
+    } catch (err) {
+      return []; // a corrupt entry must not break the upload page
+    }
+  }
+
+  function saveUploads(list) {
+    try {
+      localStorage.setItem(STORE_KEY, JSON.stringify(list));
+    } catch (err) {
+      // Storage full or disabled (private mode): the upload itself still worked.
+    }
+  }
+
+  function remember(body, fileName) {
+    const list = loadUploads();
+    const old = list.find((u) => u.id === body.id);
+    // A deduplicated upload carries no token; keep the one we got the first time.
+    const entry = {
+      id: body.id,
+      url: body.url,
+      title: body.title || (old && old.title) || fileName || "",
+      token: body.delete_token || (old && old.token) || null,
+      created_at: toEpoch(body.created_at) || Date.now() / 1000,
+      expires_at: toEpoch(body.expires_at),
+    };
+    saveUploads([entry, ...list.filter((u) => u.id !== body.id)]);
+  }
+
+  function forget(id) {
+    saveUploads(loadUploads().filter((u) => u.id !== id));
+    renderUploads();
+  }
+
+  function renderUploads() {
+    const section = document.getElementById("mine");
+    const tbody = document.getElementById("mine-list");
+    const now = Date.now() / 1000;
+    // Expired uploads are gone from the server; do not offer them.
+    const list = loadUploads().filter((u) => u.expires_at == null || u.expires_at > now);
+    tbody.replaceChildren();
+    for (const u of list) {
+      const row = document.createElement("tr");
+      row.dataset.id = u.id;
+      const link = document.createElement("a");
+      link.href = u.url;
+      link.textContent = u.title || u.id;
+      const tdLink = document.createElement("td");
+      tdLink.append(link);
+      const tdCreated = document.createElement("td");
+      tdCreated.textContent = humanTime(u.created_at);
+      const tdExpires = document.createElement("td");
+      tdExpires.textContent = humanTime(u.expires_at);
+      const tdAction = document.createElement("td");
+      const button = document.createElement("button");
+      button.type = "button";
+      if (u.token) {
+        button.textContent = "Delete";
+        button.className = "delete";
+        button.addEventListener("click", () => deleteUpload(u, row, button));
+      } else {
+        button.textContent = "Forget";
+        button.title = "No delete token: this browser did not create this upload";
+        button.addEventListener("click", () => forget(u.id));
+      }
+      tdAction.append(button);
+      row.append(tdLink, tdCreated, tdExpires, tdAction);
+      tbody.append(row);
+    }
+    section.hidden = list.length === 0;
+  }
+
+  async function deleteUpload(u, row, button) {
+    button.disabled = true;
+    let status = 0;
+    let message = "";
+    try {
+      const response = await fetch(new URL(encodeURIComponent(u.id), base), {
+        method: "DELETE",
+        headers: { "X-Delete-Token": u.token, Accept: "application/json" },
+      });
+      status = response.status;
+      if (status >= 400) message = await errorFromResponse(response);
+    } catch (err) {
+      message = "could not reach the server";
+    }
+    // 404 and 410: already gone, so there is nothing left to remember either.
+    if (status === 204 || status === 200 || status === 404 || status === 410) {
+      forget(u.id);
+      return;
+    }
+    button.disabled = false;
+    let note = row.querySelector(".row-error");
+    if (!note) {
+      note = document.createElement("span");
+      note.className = "row-error";
+      button.after(note);
+    }
+    note.textContent = ` ${message || `delete failed (${status})`}`;
+  }
+
+  async function errorFromResponse(response) {
+    try {
+      const body = await response.json();
+      if (body && body.error && body.error.message) return body.error.message;
+    } catch (err) {
+      // not JSON: fall through to the status line
+    }
+    return `${response.status} ${response.statusText}`.trim();
+  }
+
+  // ---- uploading -------------------------------------------------------------------------
+
+  function showProgress(name, loaded, total) {
+    progress.hidden = false;
+    progressName.textContent = name;
+    progressBar.max = total || 1;
+    progressBar.value = loaded;
+    // Mirrored in attributes so the state can be observed (MutationObserver, tests).
+    progress.dataset.loaded = String(loaded);
+    progress.dataset.total = String(total);
+    progressText.textContent =
+      loaded >= total
+        ? `${humanBytes(total)} sent, processing…`
+        : `${humanBytes(loaded)} / ${humanBytes(total)} (${Math.floor((100 * loaded) / total)}%)`;
+  }
+
+  function messageFor(xhr) {
+    let body = null;
+    try {
+      body = JSON.parse(xhr.responseText);
+    } catch (err) {
+      // a proxy in front may answer with HTML or text
+    }
+    if (body && body.error && body.error.message) return body.error.message;
+    if (xhr.status === 413) return `too large: limit is ${maxHuman}`;
+    const text = (xhr.responseText || "").trim();
+    if (text && text.length < 300 && !text.startsWith("<")) return text;
+    return `the server answered ${xhr.status} ${xhr.statusText}`.trim();
+  }
+
+  function send(file) {
+    return new Promise((resolve) => {
+      const xhr = new XMLHttpRequest();
+      xhr.open("POST", base);
+      xhr.setRequestHeader("Accept", "application/json");
+      xhr.upload.addEventListener("progress", (e) => {
+        if (e.lengthComputable) showProgress(file.name, e.loaded, e.total);
+      });
+      xhr.addEventListener("load", () => {
+        let body = null;
+        if (xhr.status === 200 || xhr.status === 201) {
+          try {
+            body = JSON.parse(xhr.responseText);
+          } catch (err) {
+            body = null;
+          }
+        }
+        if (body && body.url) resolve({ ok: true, body });
+        else resolve({ ok: false, message: messageFor(xhr) });
+      });
+      xhr.addEventListener("error", () =>
+        resolve({ ok: false, message: "could not reach the server (network error)" }),
+      );
+      const data = new FormData();
+      data.append("file", file, file.name);
+      if (titleInput.value.trim()) data.append("title", titleInput.value.trim());
+      data.append("expires", expiresInput.value);
+      showProgress(file.name, 0, file.size);
+      xhr.send(data);
+    });
+  }
+
+  function resultLine(file) {
+    const li = document.createElement("li");
+    li.className = "pending";
+    const name = document.createElement("span");
+    name.className = "name";
+    name.textContent = file.name;
+    const outcome = document.createElement("span");
+    outcome.className = "outcome";
+    outcome.textContent = "waiting…";
+    li.append(name, ": ", outcome);
+    results.append(li);
+    return { li, outcome };
+  }
+
+  let busy = false;
+
+  async function uploadAll(files) {
+    if (busy || files.length === 0) return;
+    busy = true;
+    form.classList.add("busy");
+    const lines = files.map(resultLine);
+    let landed = null;
+    for (let i = 0; i < files.length; i++) {
+      const file = files[i];
+      const { li, outcome } = lines[i];
+      let result;
+      if (file.size > maxBytes) {
+        result = {
+          ok: false,
+          message: `too large: ${humanBytes(file.size)}, the limit is ${maxHuman}`,
+        };
+      } else {
+        outcome.textContent = "uploading…";
+        result = await send(file);
+      }
+      li.classList.remove("pending");
+      outcome.replaceChildren();
+      if (result.ok) {
+        li.classList.add("ok");
+        remember(result.body, file.name);
+        const link = document.createElement("a");
+        link.href = result.body.url;
+        link.textContent = result.body.url;
+        outcome.append(link);
+        if (result.body.deduplicated) outcome.append(" (already here: same link as before)");
+        landed = result.body.url;
+      } else {
+        li.classList.add("error");
+        outcome.textContent = result.message;
+      }
+    }
+    progress.hidden = true;
+    form.classList.remove("busy");
+    busy = false;
+    picker.value = "";
+    renderUploads();
+    // One file: go where the link goes, as the form without JavaScript does.
+    if (files.length === 1 && landed) window.location.assign(landed);
+  }
+
+  picker.addEventListener("change", () => uploadAll(Array.from(picker.files)));
+
+  form.addEventListener("submit", (e) => {
+    e.preventDefault();
+    if (picker.files.length) uploadAll(Array.from(picker.files));
+    else picker.focus();
+  });
+
+  // ---- drag and drop anywhere on the page ------------------------------------------------
+
+  let dragDepth = 0;
+  const carriesFiles = (e) => e.dataTransfer && Array.from(e.dataTransfer.types).includes("Files");
+
+  document.addEventListener("dragenter", (e) => {
+    if (!carriesFiles(e)) return;
+    e.preventDefault();
+    dragDepth++;
+    document.body.classList.add("dragging");
+  });
+  document.addEventListener("dragover", (e) => {
+    if (!carriesFiles(e)) return;
+    e.preventDefault(); // without this the browser opens the file instead of dropping it
+    e.dataTransfer.dropEffect = "copy";
+  });
+  document.addEventListener("dragleave", (e) => {
+    if (!carriesFiles(e)) return;
+    dragDepth = Math.max(0, dragDepth - 1);
+    if (dragDepth === 0) document.body.classList.remove("dragging");
+  });
+  document.addEventListener("drop", (e) => {
+    if (!carriesFiles(e)) return;
+    e.preventDefault();
+    dragDepth = 0;
+    document.body.classList.remove("dragging");
+    uploadAll(Array.from(e.dataTransfer.files));
+  });
+
+  // ---- copy buttons on the manual's examples ---------------------------------------------
+
+  async function copyText(text) {
+    try {
+      await navigator.clipboard.writeText(text);
+      return true;
+    } catch (err) {
+      // No clipboard API outside secure contexts: fall back to a selected textarea.
+      const area = document.createElement("textarea");
+      area.value = text;
+      document.body.append(area);
+      area.select();
+      const ok = document.execCommand("copy");
+      area.remove();
+      return ok;
+    }
+  }
+
+  for (const pre of document.querySelectorAll(".manual pre")) {
+    const button = document.createElement("button");
+    button.type = "button";
+    button.className = "copy";
+    button.textContent = "Copy";
+    button.addEventListener("click", async () => {
+      const ok = await copyText(pre.querySelector("code").textContent);
+      button.textContent = ok ? "Copied" : "Copy failed";
+      setTimeout(() => (button.textContent = "Copy"), 1500);
+    });
+    pre.append(button);
+  }
+
+  renderUploads();
+})();

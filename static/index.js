@@ -241,17 +241,24 @@
     return { li, outcome };
   }
 
+  // Files wait here with their result line; files dropped during an upload join the queue.
+  const queue = [];
   let busy = false;
+  let queued = 0; // files since the queue was last empty: only a lone file navigates
 
-  async function uploadAll(files) {
-    if (busy || files.length === 0) return;
+  function uploadAll(files) {
+    if (files.length === 0) return;
+    for (const file of files) queue.push({ file, ...resultLine(file) });
+    queued += files.length;
+    if (!busy) drain();
+  }
+
+  async function drain() {
     busy = true;
     form.classList.add("busy");
-    const lines = files.map(resultLine);
     let landed = null;
-    for (let i = 0; i < files.length; i++) {
-      const file = files[i];
-      const { li, outcome } = lines[i];
+    while (queue.length) {
+      const { file, li, outcome } = queue.shift();
       let result;
       if (file.size > maxBytes) {
         result = {
@@ -278,13 +285,15 @@
         outcome.textContent = result.message;
       }
     }
+    const lone = queued === 1;
+    queued = 0;
     progress.hidden = true;
     form.classList.remove("busy");
     busy = false;
     picker.value = "";
     renderUploads();
     // One file: go where the link goes, as the form without JavaScript does.
-    if (files.length === 1 && landed) window.location.assign(landed);
+    if (lone && landed) window.location.assign(landed);
   }
 
   picker.addEventListener("change", () => uploadAll(Array.from(picker.files)));

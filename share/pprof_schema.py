@@ -1,0 +1,66 @@
+"""Variants of profile.proto, built at import, that let upb decode profiles the way pprof does.
+
+- FULL: profile.proto with string_table as bytes (Go keeps invalid UTF-8; proto3 strings refuse
+  it). This is ParsedProfile.message.
+- SHALLOW: every message field as bytes, so one level is decoded at a time: parsing the joined
+  payloads of, say, all samples as one Sample gives every location id in one array. Singular
+  fields stay singular, so a wire type pprof rejects still lands in the unknown fields. On the
+  Profile, time_nanos and period_type are repeated, to see a second one.
+- ALL: every field repeated (message fields as bytes), so no value is lost to "last one wins";
+  used to range-check every string index in one array.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+from ._proto import profile_pb2
+
+_Field = descriptor_pb2.FieldDescriptorProto
+_POOL = descriptor_pool.DescriptorPool()
+
+
+def _variant(package: str, change: Callable[[str, Any], None]) -> dict[str, type]:
+    """Copy profile.proto into package, let change edit each field, return the classes by name."""
+    proto = descriptor_pb2.FileDescriptorProto()
+    profile_pb2.DESCRIPTOR.CopyToProto(proto)
+    proto.name = f"{package.replace('.', '/')}.proto"
+    old = f".{proto.package}."
+    proto.package = package
+    for message in proto.message_type:
+        for field in message.field:
+            if field.type_name:
+                field.type_name = field.type_name.replace(old, f".{package}.")
+            if field.number == 6 and message.name == "Profile":
+                field.type = _Field.TYPE_BYTES
+            change(message.name, field)
+    _POOL.Add(proto)
+    return {
+        m.name: message_factory.GetMessageClass(_POOL.FindMessageTypeByName(f"{package}.{m.name}"))
+        for m in proto.message_type
+    }
+
+
+def _as_bytes(field: Any) -> None:
+    if field.type == _Field.TYPE_MESSAGE:
+        field.type = _Field.TYPE_BYTES
+        field.ClearField("type_name")
+
+
+def _shallow(message: str, field: Any) -> None:
+    _as_bytes(field)
+    if message == "Profile" and field.name in ("time_nanos", "period_type"):
+        field.label = _Field.LABEL_REPEATED
+
+
+def _all(message: str, field: Any) -> None:
+    _as_bytes(field)
+    field.label = _Field.LABEL_REPEATED
+
+
+FULL = _variant("pprofshare.full", lambda message, field: None)
+SHALLOW = _variant("pprofshare.shallow", _shallow)
+ALL = _variant("pprofshare.all", _all)

@@ -1,0 +1,180 @@
+"""Upload endpoints, raw download and the JSON API. Thin: every route calls the core."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import quote
+
+from flask import Blueprint, Response, current_app, jsonify, redirect, request
+from werkzeug.exceptions import RequestEntityTooLarge
+from werkzeug.routing import BaseConverter
+
+from .core import Share, Upload, human_bytes
+from .errors import ShareError, render_error, wants_html, wants_json
+from .meta import Record
+
+bp = Blueprint("api", __name__)
+
+PID = "<pid:pid>"
+TOKEN_COOKIE = "share_token_{}"
+
+
+class ProfileIdConverter(BaseConverter):
+    """`<pid:pid>` in a route: a profile id, so ids never shadow other paths."""
+
+    regex = "[A-Za-z0-9_-]{16}"
+
+
+def share() -> Share:
+    return current_app.extensions["share"]
+
+
+def base_url() -> str:
+    """Where links point: SHARE_PUBLIC_URL when set (behind a proxy), else this request's host."""
+    return current_app.config["SHARE"]["PUBLIC_URL"] or request.host_url.rstrip("/")
+
+
+def rfc3339(epoch: float | None) -> str | None:
+    if epoch is None:
+        return None
+    return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def record_json(record: Record) -> dict[str, Any]:
+    """The public view of a record (never the token hash)."""
+    url = f"{base_url()}/{record.id}"
+    return {
+        "id": record.id,
+        "url": url,
+        "raw_url": f"{url}/raw",
+        "title": record.title,
+        "created_at": rfc3339(record.created_at),
+        "expires_at": rfc3339(record.expires_at),
+        "size_bytes": record.size_bytes,
+        "stored_bytes": record.stored_bytes,
+        "sha256": record.sha256,
+        "sample_types": [{"type": t, "unit": u} for t, u in record.sample_types],
+        "default_sample_type": record.default_sample_type,
+        "n_samples": record.n_samples,
+        "n_locations": record.n_locations,
+        "n_functions": record.n_functions,
+        "metadata": record.metadata,
+    }
+
+
+@bp.app_errorhandler(RequestEntityTooLarge)
+def _too_large(_error: RequestEntityTooLarge) -> Response:
+    limit = current_app.config["SHARE"]["MAX_UPLOAD_BYTES"]
+    return render_error(
+        413, f"upload is over the limit of {human_bytes(limit)} (SHARE_MAX_UPLOAD_BYTES)"
+    )
+
+
+def _expiry_choice() -> str | None:
+    """Expiry from the form, the Expires-In header or ?expires=, in that order."""
+    form_value = request.form.get("expires") if request.mimetype == "multipart/form-data" else None
+    return form_value or request.headers.get("Expires-In") or request.args.get("expires")
+
+
+def _reply(upload: Upload) -> Response:
+    """The link as text for curl, JSON on request, a redirect for a browser's form post."""
+    record = upload.record
+    body = record_json(record)
+    body["deduplicated"] = not upload.created
+    if upload.delete_token:
+        body["delete_token"] = upload.delete_token
+    status = 201 if upload.created else 200
+    if wants_json():
+        response = jsonify(body)
+        response.status_code = status
+    elif wants_html() and request.mimetype == "multipart/form-data":
+        response = redirect(body["url"], code=303)
+    else:
+        response = Response(body["url"] + "\n", status=status, mimetype="text/plain")
+    response.headers["Location"] = body["url"]
+    if body["expires_at"]:
+        response.headers["X-Expires"] = body["expires_at"]
+    if upload.delete_token:
+        response.headers["X-Delete-Token"] = upload.delete_token
+        # Lets the page the uploader lands on show the token once (no JavaScript needed).
+        response.set_cookie(
+            TOKEN_COOKIE.format(record.id),
+            upload.delete_token,
+            max_age=600,
+            path=f"/{record.id}",
+            httponly=True,
+            samesite="Lax",
+        )
+    return response
+
+
+@bp.post("/")
+def upload_post() -> Response:
+    """curl -F file=@p.pb.gz, curl --data-binary @p.pb.gz, a browser form or drop."""
+    if request.mimetype == "multipart/form-data":
+        files = [f for f in request.files.getlist("file") if f.filename or f.content_length]
+        if not files:
+            files = [f for f in request.files.values() if f.filename]
+        if not files:
+            raise ShareError("no file in the form: send it as the field 'file' (-F file=@p.pb.gz)")
+        data = files[0].read()
+        title = request.form.get("title", "") or files[0].filename or ""
+    else:
+        data = request.get_data(cache=False)
+        title = request.headers.get("X-Title", "") or request.args.get("title", "")
+    upload = share().upload(data, title=title, expires=_expiry_choice())
+    return _reply(upload)
+
+
+@bp.put("/<path:filename>")
+def upload_put(filename: str) -> Response:
+    """curl -T p.pb.gz HOST/ sends PUT /p.pb.gz."""
+    data = request.get_data(cache=False)
+    title = request.headers.get("X-Title", "") or request.args.get("title", "") or filename
+    return _reply(share().upload(data, title=title, expires=_expiry_choice()))
+
+
+@bp.get(f"/{PID}/raw")
+def raw(pid: str) -> Response:
+    """The profile as stored (gzip): what `go tool pprof <link>/raw` reads."""
+    record = share().record(pid)
+    etag = record.sha256[:32]
+    if request.if_none_match.contains(etag):
+        response = Response(status=304)
+    else:
+        response = Response(share().raw_gzip(pid), mimetype="application/octet-stream")
+        name = quote(_download_name(record))
+        response.headers["Content-Disposition"] = f"attachment; filename*=UTF-8''{name}"
+    response.set_etag(etag)
+    response.headers["Cache-Control"] = "public, max-age=31536000, immutable"
+    response.headers["Access-Control-Allow-Origin"] = "*"
+    return response
+
+
+def _download_name(record: Record) -> str:
+    title = record.title.rsplit("/", 1)[-1]
+    if title.endswith((".pb.gz", ".pprof", ".gz")):
+        return title
+    return f"{title or record.id}.pb.gz"
+
+
+@bp.route(f"/{PID}/symbolz", methods=["GET", "POST"])
+def symbolz(pid: str) -> Response:
+    """pprof asks here for symbols of unsymbolized profiles; we hold none, so say so."""
+    share().record(pid)
+    if request.method == "GET":
+        return Response("num_symbols: 0\n", mimetype="text/plain")
+    return Response("", mimetype="text/plain")
+
+
+@bp.get(f"/api/v1/profiles/{PID}")
+def record(pid: str) -> Response:
+    return jsonify(record_json(share().record(pid)))
+
+
+@bp.delete(f"/{PID}")
+def delete(pid: str) -> Response:
+    """curl -X DELETE -H 'X-Delete-Token: TOKEN' HOST/ID"""
+    share().delete(pid, request.headers.get("X-Delete-Token"))
+    return Response(status=204)

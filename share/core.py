@@ -1,0 +1,238 @@
+"""Share: upload, fetch, delete and prune profiles. No Flask here: the web views, the JSON API
+and the CLI all call this one core, and none of them touches a store."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import hashlib
+import hmac
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from . import pprof
+from .blobs import BlobStore
+from .config import parse_duration
+from .errors import BadProfile, Forbidden, Gone, NotFound, ShareError, TooLarge
+from .meta import MetaStore, Record
+
+ID_LENGTH = 16  # base64url characters: 96 bits of SHA-256
+
+
+@dataclass
+class Upload:
+    """The outcome of an upload: the record, whether it was new, and (only then) the token."""
+
+    record: Record
+    created: bool
+    delete_token: str | None
+
+
+def profile_id(raw: bytes) -> str:
+    """The id of a profile: the first 96 bits of SHA-256 of its decompressed bytes, URL-safe."""
+    digest = hashlib.sha256(raw).digest()
+    return base64.urlsafe_b64encode(digest).decode()[:ID_LENGTH]
+
+
+def token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def human_bytes(n: int) -> str:
+    """64 MiB, 512 KiB, 100 bytes: limits as people read them."""
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            value = n / size
+            return f"{value:.0f} {unit}" if value == int(value) else f"{value:.1f} {unit}"
+    return f"{n} bytes"
+
+
+def _last(value: Any) -> int:
+    """A scalar field that the decoder may keep as a list of every occurrence."""
+    if isinstance(value, int):
+        return value
+    return int(value[-1]) if len(value) else 0
+
+
+def summarize(parsed: pprof.ParsedProfile) -> dict[str, Any]:
+    """The informational fields of a profile, for the record and the metadata panel."""
+    message, string = parsed.message, parsed.string
+    period_type = message.period_type if message.HasField("period_type") else None
+    return {
+        "period": message.period,
+        "period_type": (
+            {"type": string(period_type.type), "unit": string(period_type.unit)}
+            if period_type
+            else None
+        ),
+        "time_nanos": _last(message.time_nanos),
+        "duration_nanos": message.duration_nanos,
+        "comments": [string(i) for i in message.comment],
+        "drop_frames": string(message.drop_frames),
+        "keep_frames": string(message.keep_frames),
+        "doc_url": string(message.doc_url),
+        "mappings": [
+            {
+                "filename": string(m.filename),
+                "build_id": string(m.build_id),
+                "has_functions": m.has_functions,
+            }
+            for m in message.mapping
+        ],
+    }
+
+
+class Share:
+    """The service: profiles in a BlobStore (gzip, keyed by id), records in a MetaStore."""
+
+    def __init__(
+        self,
+        blobs: BlobStore,
+        meta: MetaStore,
+        settings: dict[str, Any],
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.blobs = blobs
+        self.meta = meta
+        self.settings = settings
+        self.clock = clock
+
+    # --- expiry -------------------------------------------------------------------------
+    def expiry_seconds(self, requested: str | None) -> int | None:
+        """Seconds a new upload lives: the request's choice within the operator's maximum."""
+        choice = requested.strip() if requested and requested.strip() else None
+        try:
+            seconds = parse_duration(choice or self.settings["DEFAULT_EXPIRY"])
+        except ValueError as exc:
+            raise ShareError(f"expires: {exc}") from None
+        longest = parse_duration(self.settings["MAX_EXPIRY"])
+        if longest is not None and (seconds is None or seconds > longest):
+            seconds = longest
+        return seconds
+
+    # --- upload -------------------------------------------------------------------------
+    def upload(self, data: bytes, *, title: str = "", expires: str | None = None) -> Upload:
+        """Validate, deduplicate and store a profile; the blob is written before its record."""
+        limit = self.settings["MAX_UPLOAD_BYTES"]
+        if len(data) > limit:
+            raise TooLarge(
+                f"upload is {human_bytes(len(data))}, over the limit of {human_bytes(limit)} "
+                "(SHARE_MAX_UPLOAD_BYTES)"
+            )
+        seconds = self.expiry_seconds(expires)
+        parsed = pprof.parse(data, max_profile_bytes=self.settings["MAX_PROFILE_BYTES"])
+        now = self.clock()
+        expires_at = None if seconds is None else now + seconds
+        pid = profile_id(parsed.raw)
+        existing = self._live_record(pid, now)
+        if existing is not None:
+            return self._again(existing, parsed, data, expires_at)
+        blob = data if parsed.was_gzip else gzip.compress(parsed.raw, compresslevel=6)
+        self.blobs.put(pid, blob)
+        token = secrets.token_urlsafe(24)
+        record = Record(
+            id=pid,
+            sha256=hashlib.sha256(parsed.raw).hexdigest(),
+            title=title.strip()[:200],
+            size_bytes=len(parsed.raw),
+            stored_bytes=len(blob),
+            created_at=now,
+            expires_at=expires_at,
+            delete_token_hash=token_hash(token),
+            sample_types=[list(t) for t in parsed.sample_types()],
+            default_sample_type=parsed.default_sample_type(),
+            n_samples=parsed.n_samples,
+            n_locations=parsed.n_locations,
+            n_functions=parsed.n_functions,
+            metadata=summarize(parsed),
+        )
+        if self.meta.create(record):
+            return Upload(record, created=True, delete_token=token)
+        # Another upload of the same profile won the race: answer as a re-upload.
+        existing = self.meta.load(pid)
+        if existing is None:
+            raise ShareError("the profile was removed while uploading; try again", 409)
+        return self._again(existing, parsed, data, expires_at)
+
+    def _again(
+        self, record: Record, parsed: pprof.ParsedProfile, data: bytes, expires_at: float | None
+    ) -> Upload:
+        """A profile we already have: keep one copy, extend its life to the later expiry."""
+        record.expires_at = self.meta.extend_expiry(record.id, expires_at)
+        if not self.blobs.exists(record.id):  # a prune raced with this upload
+            blob = data if parsed.was_gzip else gzip.compress(parsed.raw, compresslevel=6)
+            self.blobs.put(record.id, blob)
+        return Upload(record, created=False, delete_token=None)
+
+    # --- reading ------------------------------------------------------------------------
+    def _live_record(self, pid: str, now: float) -> Record | None:
+        """The record if it exists and has not expired; an expired one is purged on the way."""
+        record = self.meta.load(pid)
+        if record is not None and (record.expires_at is None or record.expires_at > now):
+            return record
+        expiry = record.expires_at if record is not None else self.meta.expiry_of(pid)
+        if expiry is not None and expiry <= now:
+            self.purge(pid, now)
+        return None
+
+    def record(self, pid: str) -> Record:
+        """The record of a live profile; NotFound, or Gone once it has expired."""
+        now = self.clock()
+        record = self.meta.load(pid)
+        if record is not None and (record.expires_at is None or record.expires_at > now):
+            return record
+        expiry = record.expires_at if record is not None else self.meta.expiry_of(pid)
+        if expiry is not None and expiry <= now:
+            self.purge(pid, now)
+            raise Gone(f"profile {pid} has expired")
+        raise NotFound(f"no profile with id {pid}")
+
+    def raw_gzip(self, pid: str) -> bytes:
+        """The stored profile, gzip-compressed."""
+        self.record(pid)
+        try:
+            return self.blobs.get(pid)
+        except FileNotFoundError:
+            raise NotFound(f"no profile with id {pid}") from None
+
+    def profile(self, pid: str) -> pprof.ParsedProfile:
+        """The stored profile, parsed."""
+        data = self.raw_gzip(pid)
+        try:
+            return pprof.parse(data, max_profile_bytes=max(self.settings["MAX_PROFILE_BYTES"], 1))
+        except (BadProfile, TooLarge) as exc:  # stored under older, laxer rules or limits
+            raise ShareError(f"stored profile {pid} cannot be read: {exc.message}", 500) from exc
+
+    def view(self, pid: str, key: str, compute: Callable[[pprof.ParsedProfile], bytes]) -> bytes:
+        """A derived view of a profile, computed once and cached in the metadata store."""
+        self.record(pid)
+        cached = self.meta.view_get(pid, key)
+        if cached is not None:
+            return cached
+        data = compute(self.profile(pid))
+        self.meta.view_put(pid, key, data)
+        return data
+
+    # --- removal ------------------------------------------------------------------------
+    def delete(self, pid: str, token: str | None) -> None:
+        """Remove a profile for whoever holds its delete token."""
+        record = self.record(pid)
+        if not token or not hmac.compare_digest(token_hash(token), record.delete_token_hash):
+            raise Forbidden("wrong or missing delete token (send it in the X-Delete-Token header)")
+        if self.meta.delete(pid):
+            self.blobs.delete(pid)
+
+    def purge(self, pid: str, now: float) -> bool:
+        """Remove an expired profile from both stores; a concurrent extension wins."""
+        if self.meta.delete(pid, only_if_expired_at=now):
+            self.blobs.delete(pid)
+            return True
+        return False
+
+    def prune(self) -> int:
+        """Remove every expired profile; safe to run from cron while the service runs."""
+        now = self.clock()
+        return sum(self.purge(pid, now) for pid in self.meta.expired(now))

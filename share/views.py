@@ -1,0 +1,59 @@
+"""HTML pages: the index (upload + manual) and the profile page. Thin: data from the core."""
+
+from __future__ import annotations
+
+from flask import Blueprint, Response, current_app, make_response, render_template, request
+
+from .api import PID, TOKEN_COOKIE, base_url, record_json, share
+from .config import parse_duration
+from .core import human_bytes
+
+bp = Blueprint("views", __name__)
+
+EXPIRY_CHOICES = ["1h", "1d", "7d", "30d", "90d", "1y", "never"]
+
+
+def expiry_choices() -> list[str]:
+    """The expiry choices within the operator's maximum."""
+    longest = parse_duration(current_app.config["SHARE"]["MAX_EXPIRY"])
+    if longest is None:
+        return EXPIRY_CHOICES
+    return [c for c in EXPIRY_CHOICES if (s := parse_duration(c)) is not None and s <= longest]
+
+
+@bp.get("/")
+def index() -> str:
+    settings = current_app.config["SHARE"]
+    return render_template(
+        "index.html",
+        public_url=base_url(),
+        max_upload_bytes=settings["MAX_UPLOAD_BYTES"],
+        max_profile_bytes=settings["MAX_PROFILE_BYTES"],
+        max_upload_human=human_bytes(settings["MAX_UPLOAD_BYTES"]),
+        max_profile_human=human_bytes(settings["MAX_PROFILE_BYTES"]),
+        expiry_choices=expiry_choices(),
+        default_expiry=settings["DEFAULT_EXPIRY"],
+    )
+
+
+@bp.get(f"/{PID}")
+def profile_page(pid: str) -> Response:
+    """The read-only view of one profile; shows the delete token once, right after upload."""
+    record = share().record(pid)
+    cookie = TOKEN_COOKIE.format(pid)
+    token = request.cookies.get(cookie)
+    profile = record_json(record)
+    response = make_response(
+        render_template(
+            "profile.html",
+            record=record,
+            profile=profile,
+            profile_url=profile["url"],
+            raw_url=profile["raw_url"],
+            upload_token=token,
+        )
+    )
+    if token:
+        response.delete_cookie(cookie, path=f"/{pid}")
+    response.headers["Cache-Control"] = "no-store" if token else "no-cache"
+    return response

@@ -1,0 +1,89 @@
+"""Every command line README.md shows, copied as it stands, works against `pprof-share serve`."""
+
+from __future__ import annotations
+
+import http.server
+import re
+import shutil
+import subprocess
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import requests
+
+from conftest import CORPUS
+
+README = Path(__file__).parent.parent / "README.md"
+PLACEHOLDER_HOST = "http://localhost:8000"
+PROFILE_ENDPOINT = "localhost:6060"
+
+
+def readme_commands() -> list[str]:
+    """Lines of README's sh blocks that talk to the service (curl, go tool pprof)."""
+    blocks = re.findall(r"```sh\n(.*?)```", README.read_text(), flags=re.S)
+    lines = [line.split("  #")[0].strip() for block in blocks for line in block.splitlines()]
+    return [line for line in lines if PLACEHOLDER_HOST[7:] in line and not line.startswith("#")]
+
+
+@pytest.fixture
+def fake_pprof_endpoint() -> Iterator[str]:
+    """A stand-in for a Go program's /debug/pprof/ handlers, serving a real heap profile."""
+    body = (CORPUS / "go-runtime/heap.pb.gz").read_bytes()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+def test_readme_lists_upload_and_download_lines():
+    commands = readme_commands()
+    assert any(c.startswith("curl -F file=@") for c in commands)
+    assert any(c.startswith("curl -T") for c in commands)
+    assert any("go tool pprof" in c for c in commands)
+
+
+def test_readme_commands_work_as_they_stand(live_server, fake_pprof_endpoint, tmp_path):
+    if shutil.which("curl") is None:
+        pytest.fail("curl is needed for this test")
+    shutil.copy(CORPUS / "go-runtime/cpu-small.pb.gz", tmp_path / "cpu.pb.gz")
+    reply = requests.post(
+        live_server,
+        data=(CORPUS / "go-runtime/cpu-labels.pb.gz").read_bytes(),
+        headers={"Accept": "application/json"},
+    ).json()
+    substitutions = {
+        PLACEHOLDER_HOST: live_server,
+        PROFILE_ENDPOINT: fake_pprof_endpoint,
+        "/ID": f"/{reply['id']}",
+        "TOKEN": reply.get("delete_token", ""),
+    }
+    ran = 0
+    for command in readme_commands():
+        if command.startswith("go ") and shutil.which("go") is None:
+            continue
+        for old, new in substitutions.items():
+            command = command.replace(old, new)
+        result = subprocess.run(
+            ["bash", "-o", "pipefail", "-c", command.replace("curl ", "curl -sSf ")],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={"HOME": str(tmp_path), "PATH": "/usr/local/bin:/usr/bin:/bin"},
+        )
+        assert result.returncode == 0, (command, result.stdout[-500:], result.stderr[-500:])
+        ran += 1
+    assert ran >= 6

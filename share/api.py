@@ -159,10 +159,13 @@ def _download_name(record: Record) -> str:
     return f"{title or record.id}.pb.gz"
 
 
+@bp.route("/symbolz", methods=["GET", "POST"])
 @bp.route(f"/{PID}/symbolz", methods=["GET", "POST"])
-def symbolz(pid: str) -> Response:
-    """pprof asks here for symbols of unsymbolized profiles; we hold none, so say so."""
-    share().record(pid)
+def symbolz(pid: str | None = None) -> Response:
+    """pprof asks for symbols of unsymbolized profiles (Go 1.19's pprof at /symbolz, newer
+    ones beside the profile); we hold none, so say so and pprof shows addresses."""
+    if pid is not None:
+        share().record(pid)
     if request.method == "GET":
         return Response("num_symbols: 0\n", mimetype="text/plain")
     return Response("", mimetype="text/plain")

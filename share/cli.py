@@ -22,7 +22,9 @@ def serve(args: argparse.Namespace) -> int:
     from .config import ConfigError
 
     try:
-        create_app()  # fail fast, in the master, before workers start
+        # Fail fast, in the master, before workers start; then let go of the stores, since a
+        # SQLite connection must not cross a fork (each worker opens its own).
+        create_app().extensions["share"].close()
     except ConfigError as exc:
         print(f"pprof-share: {exc}", file=sys.stderr)
         return 2
@@ -34,6 +36,9 @@ def serve(args: argparse.Namespace) -> int:
             self.cfg.set("threads", args.threads)
             self.cfg.set("timeout", 120)
             self.cfg.set("accesslog", "-" if args.access_log else None)
+            # Several servers may run on one machine (tests, side by side): no shared socket.
+            if "control_socket_disable" in self.cfg.settings:
+                self.cfg.set("control_socket_disable", True)
 
         def load(self):  # type: ignore[no-untyped-def]
             return create_app()

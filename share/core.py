@@ -100,6 +100,10 @@ class Share:
         self.settings = settings
         self.clock = clock
 
+    def close(self) -> None:
+        """Let go of store connections (the CLI does before gunicorn forks its workers)."""
+        self.meta.close()
+
     # --- expiry -------------------------------------------------------------------------
     def expiry_seconds(self, requested: str | None) -> int | None:
         """Seconds a new upload lives: the request's choice within the operator's maximum."""

@@ -73,6 +73,9 @@ class MetaStore(Protocol):
     def check(self) -> None:
         """Raise OSError with a readable message when the store cannot be used."""
 
+    def close(self) -> None:
+        """Let go of connections (before a fork); the store reconnects when used again."""
+
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS profiles (
@@ -204,6 +207,12 @@ class SqliteMetaStore:
             self._db().execute("SELECT 1 FROM profiles LIMIT 1")
         except sqlite3.Error as exc:
             raise OSError(f"sqlite database {self.path}: {exc}") from None
+
+    def close(self) -> None:
+        db = getattr(self._local, "db", None)
+        if db is not None:
+            db.close()
+            self._local.db = None
 
 
 class RedisMetaStore:
@@ -337,6 +346,9 @@ class RedisMetaStore:
             self.client.ping()
         except redis.RedisError as exc:
             raise OSError(f"redis at {self.url}: {exc}") from None
+
+    def close(self) -> None:
+        self.client.close()
 
 
 def from_url(url: str) -> MetaStore:

@@ -194,12 +194,13 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         SHARE_META=f"sqlite:{data}/meta.sqlite3",
         SHARE_PUBLIC_URL="",
     )
-    proc = subprocess.Popen(
-        [str(BIN / "pprof-share"), "serve", "--port", str(port), "--workers", "2"],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=open(data / "server.log", "wb"),  # noqa: SIM115
-    )
+    with open(data / "server.log", "wb") as log:
+        proc = subprocess.Popen(
+            [str(BIN / "pprof-share"), "serve", "--port", str(port), "--workers", "2"],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+        )
     if not wait_for_port(port, proc, timeout=30):
         stop(proc)
         pytest.fail(f"pprof-share serve did not start: {(data / 'server.log').read_text()}")

@@ -46,6 +46,7 @@ def fake_pprof_endpoint() -> Iterator[str]:
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield f"127.0.0.1:{server.server_address[1]}"
     server.shutdown()
+    server.server_close()
 
 
 def test_readme_lists_upload_and_download_lines():

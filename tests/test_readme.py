@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from conftest import CORPUS
+from conftest import BIN, CORPUS
 
 README = Path(__file__).parent.parent / "README.md"
 PLACEHOLDER_HOST = "http://localhost:8000"
@@ -49,6 +49,21 @@ def fake_pprof_endpoint() -> Iterator[str]:
     server.server_close()
 
 
+def unique_profile() -> bytes:
+    """A real profile with a comment no other test uploads, so this upload gets a token."""
+    import gzip
+    import uuid
+
+    from share._proto import profile_pb2
+
+    profile = profile_pb2.Profile.FromString(
+        gzip.decompress((CORPUS / "go-runtime/cpu-labels.pb.gz").read_bytes())
+    )
+    profile.string_table.append(f"readme test {uuid.uuid4()}")
+    profile.comment.append(len(profile.string_table) - 1)
+    return gzip.compress(profile.SerializeToString())
+
+
 def test_readme_lists_upload_and_download_lines():
     commands = readme_commands()
     assert any(c.startswith("curl -F file=@") for c in commands)
@@ -61,9 +76,7 @@ def test_readme_commands_work_as_they_stand(live_server, fake_pprof_endpoint, tm
         pytest.fail("curl is needed for this test")
     shutil.copy(CORPUS / "go-runtime/cpu-small.pb.gz", tmp_path / "cpu.pb.gz")
     reply = requests.post(
-        live_server,
-        data=(CORPUS / "go-runtime/cpu-labels.pb.gz").read_bytes(),
-        headers={"Accept": "application/json"},
+        live_server, data=unique_profile(), headers={"Accept": "application/json"}
     ).json()
     substitutions = {
         PLACEHOLDER_HOST: live_server,
@@ -72,7 +85,9 @@ def test_readme_commands_work_as_they_stand(live_server, fake_pprof_endpoint, tm
         "TOKEN": reply.get("delete_token", ""),
     }
     ran = 0
-    for command in readme_commands():
+    # The delete line goes last: it removes the profile the other lines read.
+    commands = sorted(readme_commands(), key=lambda c: "DELETE" in c)
+    for command in commands:
         if command.startswith("go ") and shutil.which("go") is None:
             continue
         for old, new in substitutions.items():
@@ -83,7 +98,7 @@ def test_readme_commands_work_as_they_stand(live_server, fake_pprof_endpoint, tm
             capture_output=True,
             text=True,
             timeout=120,
-            env={"HOME": str(tmp_path), "PATH": "/usr/local/bin:/usr/bin:/bin"},
+            env={"HOME": str(tmp_path), "PATH": f"{BIN}:/usr/local/bin:/usr/bin:/bin"},
         )
         assert result.returncode == 0, (command, result.stdout[-500:], result.stderr[-500:])
         ran += 1

@@ -142,8 +142,9 @@ def _sample_counts(data: bytes, payloads: Sequence[bytes]) -> tuple[np.ndarray, 
     a tag is not one byte or a sample has too many fields: the caller then counts in Python.
     """
     n = len(payloads)
-    ends = np.cumsum(np.fromiter(map(len, payloads), _I64, count=n))
-    pos = np.concatenate(([0], ends[:-1]))
+    lengths = np.fromiter(map(len, payloads), _I64, count=n)
+    ends = np.cumsum(lengths)
+    pos = ends - lengths
     buf = np.frombuffer(data + bytes(11), np.uint8)  # padding: varint reads may look past the end
     # ends_before[k]: varints ending before byte k, to count the values in a packed run.
     ends_before = np.zeros(buf.size + 1, np.int32)

@@ -1,0 +1,734 @@
+"""Profile -> per-function aggregates, top table and flame graph tree, as `go tool pprof` does.
+
+Semantics follow Go 1.19's vendored google/pprof at its default granularity ("functions"):
+the profile is merged as profile.Merge would (identical samples summed, which changes the total
+only where values of both signs meet), names go through the symbolizer's demangling heuristic,
+drop_frames/keep_frames prune stacks (RemoveUninteresting), every line of a location is a frame
+(inlined calls included), nodes are keyed by graph.NodeInfo, a function recursing in one stack
+counts once in its cum, and the total is report.computeTotal's (sum of |v|, or of the
+`pprof::base` samples of a diff). Arithmetic wraps around like Go's int64.
+
+Everything per frame is numpy: stacks are expanded once into a flat array of node ids (root
+first), flat comes from the leaf frames, cum from one radix sort by node id that puts the frames
+of one node in one sample next to each other, and the flame graph is built level by level.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import weakref
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from . import pbcolumns as pc
+from .report import Header, Row, abs64, go_base, go_int64, wrap64
+
+MIN64 = -(1 << 63)
+_U64 = np.uint64
+_I64 = np.int64
+EDGE_FRACTION = 0.001  # pprof's default; it decides which edges (and so inline marks) survive
+
+
+class SampleTypeError(ValueError):
+    """-sample_index names no sample type of the profile."""
+
+
+@dataclass
+class Tables:
+    """The profile as flat arrays (sample-type independent), built once per ParsedProfile."""
+
+    strings: list[str]
+    sample_types: list[tuple[str, str]]
+    default_sample_type: str
+    values: np.ndarray  # int64 [n_samples, n_types]
+    stack_loc: np.ndarray  # dense location index of each stack entry, leaf first
+    stack_off: np.ndarray  # sample i's entries: stack_loc[stack_off[i]:stack_off[i + 1]]
+    loc_mapping: np.ndarray  # dense mapping index, -1 for none (or a dangling id)
+    loc_address: np.ndarray
+    loc_folded: np.ndarray
+    line_func: np.ndarray  # dense function index of each line; line 0 is the innermost call
+    line_no: np.ndarray
+    line_off: np.ndarray
+    func_name: list[str]  # after the demangling heuristic
+    func_raw: list[tuple[int, str, str, str]]  # (start_line, name, system_name, filename)
+    map_start: list[int]
+    map_file: list[str]  # the file Merge keeps for the mapping
+    map_key: list[tuple[int, int, str]]
+    header: Header
+    drop_frames: str
+    keep_frames: str
+    message: Any = field(repr=False)
+    _labels: tuple[np.ndarray, ...] | None = field(default=None, repr=False)
+    _stacks: Stacks | None = field(default=None, repr=False)
+
+    @property
+    def n_samples(self) -> int:
+        return len(self.stack_off) - 1
+
+    def sample_index(self, name: str | None) -> int:
+        """profile.SampleIndexByName: "" or None picks the default (else the last) type."""
+        types = [t for t, _ in self.sample_types]
+        if not types:
+            raise SampleTypeError("the profile has no sample types")
+        if not name:
+            if self.default_sample_type and self.default_sample_type in types:
+                return types.index(self.default_sample_type)
+            return len(types) - 1
+        if re.fullmatch(r"[+-]?\d+", name):
+            i = int(name)
+            if not 0 <= i < len(types):
+                raise SampleTypeError(f"sample index {name} is outside [0..{len(types) - 1}]")
+            return i
+        no_inuse = name.removeprefix("inuse_")
+        for i, t in enumerate(types):
+            if t in (name, no_inuse):
+                return i
+        valid = ", ".join(repr(t) for t in types)
+        raise SampleTypeError(f"unknown sample type {name!r}: this profile has {valid}")
+
+    def labels(self) -> tuple[np.ndarray, ...]:
+        """(sample, key, str, num, unit) of every label, decoded only when asked for."""
+        if self._labels is None:
+            msg = self.message
+            buf = pc.serialize(msg.sample)
+            rows = pc.fields(buf).select(3)
+            lbuf = pc.sub_buffer(buf, rows.start, rows.end)
+            lf = pc.fields(lbuf)
+            n = len(rows.msg)
+            self._labels = (
+                rows.msg,
+                pc.last_value(lf, 1, n).astype(_I64),
+                pc.last_value(lf, 2, n).astype(_I64),
+                pc.last_value(lf, 3, n).view(_I64),
+                pc.last_value(lf, 4, n).astype(_I64),
+            )
+        return self._labels
+
+
+_CACHE: weakref.WeakKeyDictionary[Any, Tables] = weakref.WeakKeyDictionary()
+
+
+def tables(parsed: Any) -> Tables:
+    """The Tables of a share.pprof.ParsedProfile (cached while the object lives)."""
+    try:
+        return _CACHE[parsed]
+    except (KeyError, TypeError):
+        pass
+    t = _build_tables(parsed)
+    with contextlib.suppress(TypeError):  # an object without weak references: no cache
+        _CACHE[parsed] = t
+    return t
+
+
+def _scalar(value: Any) -> int:
+    """A scalar field that a decoder may keep as a list of every occurrence."""
+    if isinstance(value, int):
+        return value
+    return int(value[-1]) if len(value) else 0
+
+
+def _dense(ids: np.ndarray, refs: np.ndarray) -> np.ndarray:
+    """Index into ids (unique uint64) of each ref; -1 where a ref is not an id."""
+    if not len(ids):
+        return np.full(len(refs), -1, dtype=_I64)
+    order = np.argsort(ids, kind="stable")
+    sorted_ids = ids[order]
+    pos = np.minimum(np.searchsorted(sorted_ids, refs), len(ids) - 1)
+    return np.where(sorted_ids[pos] == refs, order[pos], -1).astype(_I64)
+
+
+def _build_tables(parsed: Any) -> Tables:
+    msg = parsed.message
+    strings: list[str] = list(parsed.strings)
+
+    def s(i: int) -> str:
+        return strings[i] if 0 <= i < len(strings) else ""
+
+    sample_types = [(s(st.type), s(st.unit)) for st in msg.sample_type]
+    n_types = len(sample_types)
+    n = len(msg.sample)
+    ids = getattr(parsed, "location_ids", None)
+    if ids is not None and getattr(parsed, "values", None) is not None:
+        stack_ids = np.asarray(ids, dtype=_U64)
+        stack_off = np.asarray(parsed.location_offsets, dtype=_I64)
+        values = np.asarray(parsed.values, dtype=_I64).reshape(n, n_types)
+    else:
+        buf = pc.serialize(msg.sample)
+        f = pc.fields(buf)
+        stack_ids, stack_off = pc.repeated(buf, f, 1, n)
+        vals, _ = pc.repeated(buf, f, 2, n)
+        values = vals.view(_I64).reshape(n, n_types)
+
+    # Mappings: few, read directly; the file and key are what Merge keeps per mapping.
+    map_ids, map_start, map_file, map_key, keys_seen = [], [], [], [], {}
+    for m in msg.mapping:
+        start, limit = _scalar(m.memory_start), _scalar(m.memory_limit)
+        file, build_id = s(_scalar(m.filename)), s(_scalar(m.build_id))
+        size = (limit - start) % (1 << 64)
+        size = (size + 0xFFF) % (1 << 64)
+        size -= size % 0x1000
+        key = (size, _scalar(m.file_offset), build_id or file)
+        map_ids.append(_scalar(m.id))
+        map_start.append(start)
+        map_file.append(keys_seen.setdefault(key, file))
+        map_key.append(key)
+    first = msg.mapping[0] if len(msg.mapping) else None
+
+    # Locations and their lines.
+    lbuf = pc.serialize(msg.location)
+    lf = pc.fields(lbuf)
+    n_loc = len(lbuf)
+    loc_ids = pc.last_value(lf, 1, n_loc)
+    loc_mapping = _dense(np.array(map_ids, dtype=_U64), pc.last_value(lf, 2, n_loc))
+    line_rows = lf.select(4)
+    line_buf = pc.sub_buffer(lbuf, line_rows.start, line_rows.end)
+    line_fields = pc.fields(line_buf)
+    n_lines = len(line_rows.msg)
+    line_off = pc.offsets(np.bincount(line_rows.msg, minlength=n_loc))
+
+    # Functions.
+    fbuf = pc.serialize(msg.function)
+    ff = pc.fields(fbuf)
+    n_func = len(fbuf)
+    func_ids = pc.last_value(ff, 1, n_func)
+    cols = [pc.last_value(ff, k, n_func).view(_I64).tolist() for k in (2, 3, 4, 5)]
+    func_raw = [(st, s(a), s(b), s(c)) for a, b, c, st in zip(*cols, strict=True)]
+
+    return Tables(
+        strings=strings,
+        sample_types=sample_types,
+        default_sample_type=s(_scalar(msg.default_sample_type)),
+        values=values,
+        stack_loc=_dense(loc_ids, stack_ids),
+        stack_off=stack_off,
+        loc_mapping=loc_mapping,
+        loc_address=pc.last_value(lf, 3, n_loc),
+        loc_folded=pc.last_value(lf, 5, n_loc) != 0,
+        line_func=_dense(func_ids, pc.last_value(line_fields, 1, n_lines)),
+        line_no=pc.last_value(line_fields, 2, n_lines).view(_I64),
+        line_off=line_off,
+        func_name=[demangled_name(name, system) for _, name, system, _ in func_raw],
+        func_raw=func_raw,
+        map_start=map_start,
+        map_file=map_file,
+        map_key=map_key,
+        header=Header(
+            main_file=map_file[0] if first is not None else "",
+            build_id=s(_scalar(first.build_id)) if first is not None else "",
+            comments=list(dict.fromkeys(s(_scalar(c)) for c in msg.comment)),
+            sample_type="",
+            sample_unit="",
+            time_nanos=_scalar(msg.time_nanos),
+            duration_nanos=_scalar(msg.duration_nanos),
+        ),
+        drop_frames=s(_scalar(msg.drop_frames)),
+        keep_frames=s(_scalar(msg.keep_frames)),
+        message=msg,
+    )
+
+
+# --- names -----------------------------------------------------------------------------------
+
+
+def _looks_demangled(name: str) -> bool:
+    """symbolizer.looksLikeDemangledCPlusPlus."""
+    if ".<" in name or "])." in name:
+        return False
+    return any(c in name for c in "<>[]") or "::" in name
+
+
+def _remove_matching(name: str, start: str, end: str) -> str:
+    """symbolizer.removeMatching: drop nested start..end groups (all of them, outermost)."""
+    nesting = first = 0
+    current = 0
+    while True:
+        idx = [i for i in (name.find(start, current), name.find(end, current)) if i >= 0]
+        if not idx:
+            return name
+        current = min(idx)
+        if name[current] == start:
+            nesting += 1
+            if nesting == 1:
+                first = current
+        else:
+            nesting -= 1
+            if nesting < 0:
+                return name
+            if nesting == 0:
+                name = name[:first] + name[current + 1 :]
+                current = first - 1
+        current += 1
+
+
+def demangled_name(name: str, system_name: str) -> str:
+    """The name pprof shows after its default demangling pass (symbolizer.Demangle).
+
+    Names set apart from their system name are kept. Otherwise pprof demangles the system
+    name; C++/Rust mangled names (_Z..., _R...) are not demangled here, so they show as is.
+    Already demangled C++-looking names lose their parameters and template arguments.
+    """
+    if name and system_name != name:
+        return name
+    if _looks_demangled(system_name):
+        system_name = _remove_matching(system_name, "(", ")")
+        system_name = _remove_matching(system_name, "<", ">")
+    return system_name
+
+
+def _simplify(name: str) -> str:
+    """profile.simplifyFunc: strip a leading '.' and the argument list."""
+    name = name.removeprefix(".")
+    for m in re.finditer(r"\(anonymous namespace\)|operator\(\)|\(", name):
+        if m.group(0) == "(":
+            return name[: m.start()]
+    return name
+
+
+def _go_regexp(pattern: str) -> re.Pattern[str] | None:
+    """A Go RE2 pattern as a Python one (None if Python cannot compile it)."""
+    try:
+        return re.compile(pattern)
+    except re.error:
+        return None
+
+
+# --- stacks ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Stacks:
+    """Every sample's frames as node ids, root first, after pruning."""
+
+    frame_node: np.ndarray  # int32 node id per frame
+    frame_inline: np.ndarray  # bool: the frame is a call inlined into the frame before it
+    frame_off: np.ndarray  # sample i's frames: frame_off[i]:frame_off[i + 1]
+    names: list[str]  # printable name per node
+    files: list[str]
+    keys: list[str]  # fmt.Sprint(NodeInfo), pprof's last tie-break when sorting
+    any_inline: bool
+
+
+def stacks(t: Tables) -> Stacks:
+    """The pruned, expanded stacks of a profile (cached on t)."""
+    if t._stacks is None:
+        t._stacks = _build_stacks(t)
+    return t._stacks
+
+
+def _build_stacks(t: Tables) -> Stacks:
+    n_loc = len(t.loc_mapping)
+
+    # Nodes: graph.NodeInfo at "functions" granularity (address, line and file cleared).
+    index: dict[tuple[str, str, int], int] = {}
+    names: list[str] = []
+    files: list[str] = []
+    keys: list[str] = []
+
+    def node(name: str, objfile: str, start_line: int, file: str) -> int:
+        key = (name, objfile, start_line)
+        found = index.get(key)
+        if found is None:
+            found = index[key] = len(names)
+            if name:
+                printable = name
+            elif objfile:
+                printable = "[" + go_base(objfile) + "]"
+            else:
+                printable = "<unknown>"
+            names.append(printable)
+            files.append(file if name else objfile)
+            keys.append(f"{{{name}  0  {start_line} 0 {objfile}}}")
+        return found
+
+    func_node = np.array(
+        [
+            node(nm, "", 0, raw[3]) if nm else -1
+            for nm, raw in zip(t.func_name, t.func_raw, strict=True)
+        ],
+        dtype=_I64,
+    )
+    map_file = t.map_file + [""]  # index -1: no mapping
+    line_node = func_node[t.line_func] if len(t.line_func) else np.zeros(0, _I64)
+    for i in np.flatnonzero(line_node < 0).tolist():  # functions without a name: rare
+        loc = int(np.searchsorted(t.line_off, i, side="right") - 1)
+        f = int(t.line_func[i])
+        line_node[i] = node("", map_file[t.loc_mapping[loc]], t.func_raw[f][0], "")
+    map_node = np.array([node("", f, 0, "") for f in map_file], dtype=_I64)
+
+    # Pruning (drop_frames/keep_frames): cut lines off locations, then stacks.
+    line_first = t.line_off[:-1].copy()  # first kept line of each location
+    stack_loc, stack_off = t.stack_loc, t.stack_off
+    drop = _go_regexp("^(" + t.drop_frames + ")$") if t.drop_frames else None
+    if drop is not None:
+        keep = _go_regexp("^(" + t.keep_frames + ")$") if t.keep_frames else None
+        if t.keep_frames and keep is None:
+            drop = None  # Go gives up on RemoveUninteresting when a regexp fails
+    if drop is not None:
+        stack_loc, stack_off, line_first = _prune(t, drop, keep, line_first)
+
+    # Frames of each location, caller first: its lines from the last to the first kept one.
+    kept_count = t.line_off[1:] - line_first
+    loc_frames = np.maximum(kept_count, 1)
+    lf_off = pc.offsets(loc_frames)
+    total = int(lf_off[-1])
+    lf_node = np.empty(total, dtype=_I64)
+    lf_inline = np.ones(total, dtype=bool)
+    lf_inline[lf_off[:-1]] = False  # the outermost line is the call; the others are inlined
+    has_lines = kept_count > 0
+    pos = pc.ranges(lf_off[:-1][has_lines], kept_count[has_lines])
+    # Line k-th from the end of location j lands at lf_off[j] + k.
+    src = pc.ranges(t.line_off[1:][has_lines] - 1, kept_count[has_lines])
+    src = 2 * np.repeat(t.line_off[1:][has_lines] - 1, kept_count[has_lines]) - src
+    lf_node[pos] = line_node[src]
+    no_lines = np.flatnonzero(~has_lines)
+    lf_node[lf_off[no_lines]] = map_node[t.loc_mapping[no_lines]]
+
+    # Expand stacks: entries reversed to root first, each replaced by its location's frames.
+    n = len(stack_off) - 1
+    per_sample = np.diff(stack_off)
+    owner = np.repeat(np.arange(n, dtype=_I64), per_sample)
+    rev = 2 * stack_off[:-1][owner] + per_sample[owner] - 1 - np.arange(len(stack_loc))
+    loc_rf = stack_loc[rev]
+    if total == n_loc:  # one frame per location: no inlining anywhere
+        frame_node = lf_node[loc_rf]
+        frame_inline = np.zeros(len(loc_rf), dtype=bool)
+        frame_off = stack_off
+    else:
+        counts = loc_frames[loc_rf]
+        idx = pc.ranges(lf_off[:-1][loc_rf], counts)
+        frame_node = lf_node[idx]
+        frame_inline = lf_inline[idx]
+        frame_off = pc.offsets(np.bincount(owner, weights=counts, minlength=n).astype(_I64))
+    return Stacks(
+        frame_node=frame_node.astype(np.int32),
+        frame_inline=frame_inline,
+        frame_off=frame_off,
+        names=names,
+        files=files,
+        keys=keys,
+        any_inline=bool(frame_inline.any()),
+    )
+
+
+def _prune(
+    t: Tables, drop: re.Pattern[str], keep: re.Pattern[str] | None, line_first: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """profile.Prune: locations matching drop (not keep) cut their stacks there."""
+    matches: dict[str, bool] = {}
+
+    def dropped(f: int) -> bool:
+        name = t.func_name[f]
+        if not name:
+            return False
+        hit = matches.get(name)
+        if hit is None:
+            simple = _simplify(name)
+            hit = bool(drop.match(simple)) and not (keep is not None and keep.match(simple))
+            matches[name] = hit
+        return hit
+
+    n_loc = len(line_first)
+    prune = np.zeros(n_loc, dtype=bool)
+    beneath = np.zeros(n_loc, dtype=bool)
+    line_first = line_first.copy()
+    for j in range(n_loc):
+        lo, hi = int(t.line_off[j]), int(t.line_off[j + 1])
+        for i in range(hi - 1, lo - 1, -1):  # from the caller end
+            if dropped(int(t.line_func[i])):
+                beneath[j] = True
+                if i == hi - 1:
+                    prune[j] = True
+                else:
+                    line_first[j] = i + 1
+                break
+    if not beneath.any():
+        return t.stack_loc, t.stack_off, line_first
+
+    # Per sample, scanning from the root: after the first user frame, the first prune-marked
+    # location cuts the stack (keeping it, unless the whole location matched).
+    stack_loc, stack_off = t.stack_loc, t.stack_off
+    n = len(stack_off) - 1
+    per_sample = np.diff(stack_off)
+    owner = np.repeat(np.arange(n, dtype=_I64), per_sample)
+    i_in = np.arange(len(stack_loc)) - stack_off[:-1][owner]  # leaf-first position
+    user = ~beneath[stack_loc]
+    top_user = np.full(n, -1, dtype=_I64)
+    np.maximum.at(top_user, owner[user], i_in[user])
+    candidate = ~user & (i_in < top_user[owner])
+    cut_at = np.full(n, -1, dtype=_I64)
+    np.maximum.at(cut_at, owner[candidate], i_in[candidate])
+    has_cut = cut_at >= 0
+    first_kept = np.zeros(n, dtype=_I64)
+    cut_loc = stack_loc[stack_off[:-1][has_cut] + cut_at[has_cut]]
+    first_kept[has_cut] = cut_at[has_cut] + prune[cut_loc]
+    keep_entry = i_in >= first_kept[owner]
+    new_counts = np.bincount(owner[keep_entry], minlength=n)
+    return stack_loc[keep_entry], pc.offsets(new_counts), line_first
+
+
+# --- one sample type -------------------------------------------------------------------------
+
+
+@dataclass
+class Graph:
+    """Per-node aggregates for one sample type (graph.New over the whole profile)."""
+
+    tables: Tables
+    stacks: Stacks
+    index: int
+    sample_type: tuple[str, str]
+    weights: np.ndarray  # int64 per sample, after Merge's summing of identical samples
+    total: int  # report.computeTotal
+    flat: np.ndarray  # int64 per node
+    cum: np.ndarray
+
+    @property
+    def present(self) -> np.ndarray:
+        """Node ids pprof keeps in the graph (flat or cum non-zero)."""
+        return np.flatnonzero((self.flat != 0) | (self.cum != 0))
+
+
+def graph(t: Tables, index: int) -> Graph:
+    """Aggregate a profile for sample type index."""
+    st = stacks(t)
+    w = _merged_weights(t, t.values[:, index] if t.values.size else np.zeros(t.n_samples, _I64))
+    n_nodes = len(st.names)
+    flat = np.zeros(n_nodes, dtype=_I64)
+    cum = np.zeros(n_nodes, dtype=_I64)
+    off = st.frame_off
+    nonempty = np.flatnonzero(off[1:] > off[:-1])
+    np.add.at(flat, st.frame_node[off[1:][nonempty] - 1], w[nonempty])
+    if len(st.frame_node):
+        # A radix sort by node id keeps each sample's frames in order: a node repeated in one
+        # stack (recursion) lands next to itself and counts once.
+        key = st.frame_node.astype(np.uint16 if n_nodes <= 1 << 16 else np.int32)
+        order = np.argsort(key, kind="stable")
+        owner = np.repeat(np.arange(len(off) - 1), np.diff(off))[order]
+        nodes = st.frame_node[order]
+        first = np.ones(len(order), dtype=bool)
+        first[1:] = (nodes[1:] != nodes[:-1]) | (owner[1:] != owner[:-1])
+        np.add.at(cum, nodes[first], w[owner[first]])
+    return Graph(
+        tables=t,
+        stacks=st,
+        index=index,
+        sample_type=t.sample_types[index],
+        weights=w,
+        total=_total(t, w),
+        flat=flat,
+        cum=cum,
+    )
+
+
+def _merged_weights(t: Tables, w: np.ndarray) -> np.ndarray:
+    """Sample weights after profile.Merge, which sums samples with equal stacks and labels.
+
+    Summing is linear, so it only matters where the total takes absolute values (signs mix)
+    or an int64 sum wraps; those profiles get the exact merge, the others are left as they are.
+    """
+    w = np.asarray(w, dtype=_I64)
+    if not len(w):
+        return w
+    same_sign = bool((w >= 0).all() or (w <= 0).all())
+    small = float(np.abs(w.astype(np.float64)).sum()) < 2.0**62
+    if same_sign and small:
+        return w
+    return _exact_merge(t, w)
+
+
+def _exact_merge(t: Tables, w: np.ndarray) -> np.ndarray:
+    """profile.Merge's sample keys, built in Python (only for diff-like profiles)."""
+    func_canon: dict[tuple[int, str, str, str], int] = {}
+    fcanon = [func_canon.setdefault(raw, len(func_canon)) for raw in t.func_raw]
+    map_canon = {k: i for i, k in reversed(list(enumerate(t.map_key)))}
+    loc_key: dict[tuple[Any, ...], int] = {}
+    loc_canon = []
+    line_off = t.line_off.tolist()
+    line_func = t.line_func.tolist()
+    line_no = t.line_no.tolist()
+    for j in range(len(t.loc_mapping)):
+        m = int(t.loc_mapping[j])
+        addr = int(t.loc_address[j])
+        mid = -1
+        if m >= 0:
+            addr = (addr - t.map_start[m]) % (1 << 64)
+            mid = map_canon[t.map_key[m]]
+        lines = tuple(
+            (fcanon[line_func[i]], line_no[i]) for i in range(line_off[j], line_off[j + 1])
+        )
+        loc_canon.append(loc_key.setdefault((addr, mid, bool(t.loc_folded[j]), lines), j))
+    labels: dict[int, list[tuple[str, str | tuple[int, int]]]] = {}
+    sample, key, sval, num, unit = t.labels()
+    strings = t.strings
+    for s, k, sv, nv, u in zip(
+        sample.tolist(), key.tolist(), sval.tolist(), num.tolist(), unit.tolist(), strict=True
+    ):
+        if sv != 0:
+            labels.setdefault(s, []).append((strings[k], strings[sv]))
+        elif nv != 0 or u != 0:
+            labels.setdefault(s, []).append((strings[k], (nv, u)))
+    stack_loc = t.stack_loc.tolist()
+    off = t.stack_off.tolist()
+    nonzero = (t.values != 0).any(axis=1) if t.values.size else np.zeros(len(w), bool)
+    wl = w.tolist()
+    out = [0] * len(wl)
+    groups: dict[tuple[Any, ...], int] = {}
+    for s in np.flatnonzero(nonzero).tolist():
+        stack = tuple(loc_canon[x] for x in stack_loc[off[s] : off[s + 1]])
+        key_ = (stack, _label_key(labels.get(s, []), strings))
+        rep = groups.setdefault(key_, s)
+        out[rep] = wrap64(out[rep] + wl[s])
+    return np.array(out, dtype=_I64)
+
+
+def _label_key(items: list[tuple[str, Any]], strings: list[str]) -> tuple[Any, ...]:
+    """What Sample.key compares: string labels per key in order, numbers with their units."""
+    text: dict[str, list[str]] = {}
+    nums: dict[str, list[int]] = {}
+    units: dict[str, list[str]] = {}
+    for k, v in items:
+        if isinstance(v, str):
+            text.setdefault(k, []).append(v)
+        else:
+            nv, u = v
+            values = nums.setdefault(k, [])
+            if u != 0:
+                us = units.setdefault(k, [])
+                us.extend([""] * (len(values) - len(us)))
+                us.append(strings[u])
+            values.append(nv)
+    for k, us in units.items():
+        us.extend([""] * (len(nums[k]) - len(us)))
+    return (
+        tuple(sorted((k, tuple(v)) for k, v in text.items())),
+        tuple(sorted((k, tuple(v), tuple(units.get(k, ()))) for k, v in nums.items())),
+    )
+
+
+def _total(t: Tables, w: np.ndarray) -> int:
+    """report.computeTotal: sum of |v|; only the diff base's samples if it has any."""
+    a = np.abs(w)  # the minimum int64 stays negative, as abs64 leaves it
+    total = wrap64(int(a.sum(dtype=_I64))) if len(a) else 0
+    if "pprof::base" in t.strings and "true" in t.strings:
+        sample, key, sval, _, _ = t.labels()
+        is_key = np.array([x == "pprof::base" for x in t.strings])
+        is_true = np.array([x == "true" for x in t.strings])
+        hit = is_key[key] & (sval != 0) & is_true[sval]
+        base = np.zeros(len(w), dtype=bool)
+        base[sample[hit]] = True
+        diff_total = wrap64(int(a[base].sum(dtype=_I64)))
+        if diff_total > 0:
+            total = diff_total
+    return total
+
+
+# --- top -------------------------------------------------------------------------------------
+
+
+@dataclass
+class Top:
+    """The rows of `go tool pprof -top` and what its header needs."""
+
+    header: Header
+    total: int
+    rows: list[Row]
+    orig_count: int
+    dropped_nodes: int
+    node_cutoff_label: int  # the value named in "Dropped N nodes (cum <= X)"
+
+
+def top(g: Graph, *, node_count: int = 0, node_fraction: float = 0.0) -> Top:
+    """report.TextItems: nodes sorted by |flat|, name, |cum|, as -top with these options."""
+    st = g.stacks
+    present = g.present
+    flat_l = g.flat.tolist()
+    cum_l = g.cum.tolist()
+    flat_total = 0
+    for n in present.tolist():
+        flat_total = wrap64(flat_total + flat_l[n])
+    nodes = present.tolist()
+    dropped = 0
+    node_cutoff = abs64(go_int64(float(flat_total) * node_fraction))
+    if node_cutoff > 0:
+        kept = [n for n in nodes if abs64(cum_l[n]) >= node_cutoff]
+        dropped = len(nodes) - len(kept)
+        nodes = kept
+    orig_count = len(nodes)
+    nodes.sort(key=lambda n: (-abs64(flat_l[n]), st.names[n], -abs64(cum_l[n]), st.keys[n]))
+    trimmed = dropped > 0
+    if 0 < node_count < len(nodes):
+        nodes = nodes[:node_count]
+        trimmed = True
+    edge_cutoff = abs64(go_int64(float(flat_total) * EDGE_FRACTION))
+    # Without trimming the graph is built over every node, zero-valued ones included: their
+    # edges still reach the nodes shown. A trimmed graph is rebuilt from the kept nodes only.
+    marks = _inline_marks(g, nodes if trimmed else None, edge_cutoff) if st.any_inline else {}
+    header = replace(g.tables.header, sample_type=g.sample_type[0], sample_unit=g.sample_type[1])
+    return Top(
+        header=header,
+        total=g.total,
+        rows=[Row(st.names[n], marks.get(n, ""), flat_l[n], cum_l[n], st.files[n]) for n in nodes],
+        orig_count=orig_count,
+        dropped_nodes=dropped,
+        node_cutoff_label=abs64(go_int64(float(g.total) * node_fraction)),
+    )
+
+
+def _inline_marks(g: Graph, shown: list[int] | None, edge_cutoff: int) -> dict[int, str]:
+    """ "(inline)" / "(partial-inline)" per node, from the graph's incoming call edges.
+
+    An edge is inline when every sample that first reaches the callee from that caller does so
+    through an inlined frame; edges lighter than the edge cutoff are trimmed first, as pprof does.
+    """
+    st = g.stacks
+    kept = np.ones(len(st.names), dtype=bool)
+    if shown is not None:
+        kept[:] = False
+        kept[shown] = True
+    off = st.frame_off
+    owner = np.repeat(np.arange(len(off) - 1), np.diff(off))
+    live = kept[st.frame_node] & (g.weights[owner] != 0)
+    idx = np.flatnonzero(live)
+    nodes = st.frame_node[idx].astype(_I64)
+    own = owner[idx]
+    # The parent of a frame is the previous kept frame of the same sample.
+    has_parent = np.zeros(len(idx), dtype=bool)
+    has_parent[1:] = own[1:] == own[:-1]
+    parent = np.empty(len(idx), dtype=_I64)
+    parent[1:] = nodes[:-1]
+    sel = np.flatnonzero(has_parent & (parent != nodes))
+    # Only nodes entered through an inlined frame somewhere can get a mark.
+    inl_nodes = np.unique(nodes[sel][st.frame_inline[idx[sel]]])
+    if not len(inl_nodes):
+        return {}
+    sel = sel[np.isin(nodes[sel], inl_nodes)]
+    n_nodes = len(st.names)
+    pair = parent[sel] * n_nodes + nodes[sel]
+    # First occurrence of each (sample, edge): sort by sample then edge, stable by position.
+    order = np.lexsort((pair, own[sel]))
+    ps, os_ = pair[order], own[sel][order]
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = (ps[1:] != ps[:-1]) | (os_[1:] != os_[:-1])
+    chosen = sel[order[first]]
+    edge = pair[order[first]]
+    inline = st.frame_inline[idx[chosen]]
+    weight = g.weights[own[chosen]]
+    edges, inv = np.unique(edge, return_inverse=True)
+    e_weight = np.zeros(len(edges), dtype=_I64)
+    np.add.at(e_weight, inv, weight)
+    e_inline = np.ones(len(edges), dtype=bool)
+    np.logical_and.at(e_inline, inv, inline)
+    marks: dict[int, str] = {}
+    has_in: dict[int, list[bool]] = {}
+    for e, wgt, inl in zip(edges.tolist(), e_weight.tolist(), e_inline.tolist(), strict=True):
+        if abs64(wgt) < edge_cutoff:
+            continue
+        flags = has_in.setdefault(e % n_nodes, [False, False])
+        flags[0 if inl else 1] = True
+    for n, (inline_in, plain_in) in has_in.items():
+        if inline_in:
+            marks[n] = "(partial-inline)" if plain_in else "(inline)"
+    return marks

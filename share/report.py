@@ -1,0 +1,280 @@
+"""Numbers and text as `go tool pprof -top` prints them: unit scaling, percentages, the layout.
+
+A port of google/pprof's internal/measurement (Scale, ScaledLabel, Percentage) and of
+internal/report's printText / ProfileLabels / reportLabels for the text report. Go's float64
+arithmetic and formatting are reproduced operation by operation so the digits agree.
+"""
+
+from __future__ import annotations
+
+import math
+import posixpath
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+MIN64 = -(1 << 63)
+_NS = 1.0  # factors are float64, as in Go
+
+# (canonical name, aliases, factor) per unit family; the first entry of a family is its
+# default unit ("B", "s", "GCU"), as measurement.unitTypes.
+_FAMILIES: list[tuple[tuple[str, float], list[tuple[str, tuple[str, ...], float]]]] = [
+    (
+        ("B", 1.0),
+        [
+            ("B", ("b", "byte"), 1.0),
+            ("kB", ("kb", "kbyte", "kilobyte"), float(1 << 10)),
+            ("MB", ("mb", "mbyte", "megabyte"), float(1 << 20)),
+            ("GB", ("gb", "gbyte", "gigabyte"), float(1 << 30)),
+            ("TB", ("tb", "tbyte", "terabyte"), float(1 << 40)),
+            ("PB", ("pb", "pbyte", "petabyte"), float(1 << 50)),
+        ],
+    ),
+    (
+        ("s", 1e9),
+        [
+            ("ns", ("ns", "nanosecond"), 1.0),
+            ("us", ("μs", "us", "microsecond"), 1e3),
+            ("ms", ("ms", "millisecond"), 1e6),
+            ("s", ("s", "sec", "second"), 1e9),
+            ("hrs", ("hour", "hr"), 3600e9),
+        ],
+    ),
+    (
+        ("GCU", 1.0),
+        [
+            ("n*GCU", ("nanogcu",), 1e-9),
+            ("u*GCU", ("microgcu",), 1e-6),
+            ("m*GCU", ("milligcu",), 1e-3),
+            ("GCU", ("gcu",), 1.0),
+            ("k*GCU", ("kilogcu",), 1e3),
+            ("M*GCU", ("megagcu",), 1e6),
+            ("G*GCU", ("gigagcu",), 1e9),
+            ("T*GCU", ("teragcu",), 1e12),
+            ("P*GCU", ("petagcu",), 1e15),
+        ],
+    ),
+]
+
+
+def _sniff(units: list[tuple[str, tuple[str, ...], float]], unit: str) -> tuple[str, float] | None:
+    """The unit an alias names: lower-cased, one trailing 's' dropped when over 2 bytes."""
+    unit = unit.lower()
+    if len(unit.encode()) > 2 and unit.endswith("s"):
+        unit = unit[:-1]
+    for name, aliases, factor in units:
+        if unit in aliases:
+            return name, factor
+    return None
+
+
+def scale(value: int, from_unit: str, to_unit: str) -> tuple[float, str]:
+    """measurement.Scale: value converted to to_unit ("minimum"/"auto" pick a unit)."""
+    if value < 0 and value != MIN64:  # Go: value < 0 && -value > 0
+        v, u = scale(-value, from_unit, to_unit)
+        return -v, u
+    for (default_name, default_factor), units in _FAMILIES:
+        found = _sniff(units, from_unit)
+        if found is None:
+            continue
+        v = float(value) * found[1]
+        if to_unit in ("minimum", "auto"):
+            best_factor, best_name = 0.0, ""
+            for name, _, factor in units:
+                if factor >= best_factor and v / factor >= 1.0:
+                    best_factor, best_name = factor, name
+            if best_factor:
+                return v / best_factor, best_name
+            return v / default_factor, default_name
+        target = _sniff(units, to_unit)
+        if target is None:
+            return v / default_factor, default_name
+        return v / target[1], target[0]
+    if to_unit in ("count", "sample", "unit", "minimum", "auto"):
+        return float(value), ""
+    return float(value), to_unit
+
+
+def _fixed2(v: float) -> str:
+    """Go's %.2f (Python's formatting rounds the same way: exactly, half to even)."""
+    if math.isinf(v):
+        return "+Inf" if v > 0 else "-Inf"
+    if math.isnan(v):
+        return "NaN"
+    return f"{v:.2f}"
+
+
+def scaled_label(value: int, from_unit: str, to_unit: str) -> str:
+    """measurement.ScaledLabel: '1.50s', '512kB', '0'."""
+    v, u = scale(value, from_unit, to_unit)
+    sv = _fixed2(v)
+    if sv.endswith(".00"):
+        sv = sv[:-3]
+    if sv in ("0", "-0"):
+        return "0"
+    return sv + u
+
+
+def label(value: int, unit: str) -> str:
+    """measurement.Label: the value in the most readable unit."""
+    return scaled_label(value, unit, "auto")
+
+
+def _go_g(ratio: float) -> str:
+    """Go's %5.2g: like C's, with the exponent at least two digits."""
+    return f"{ratio:5.2g}"
+
+
+def percentage(value: int, total: int) -> str:
+    """measurement.Percentage: '  100%', '12.34%', '0.012%', '    0%'."""
+    ratio = abs(float(value) / float(total)) * 100 if total != 0 else 0.0
+    if 99.95 <= ratio <= 100.05:
+        return "  100%"
+    if ratio >= 1.0:
+        return f"{_fixed2(ratio):>5}%"
+    return _go_g(ratio) + "%"
+
+
+def go_int64(x: float) -> int:
+    """Go's int64(float64) on amd64: out of range (or NaN) gives the minimum int64."""
+    if math.isnan(x) or x >= 2.0**63 or x < -(2.0**63):
+        return MIN64
+    return int(x)
+
+
+def wrap64(x: int) -> int:
+    """x as a Go int64 after wrap-around."""
+    return ((x + (1 << 63)) % (1 << 64)) - (1 << 63)
+
+
+def abs64(x: int) -> int:
+    """pprof's abs64: the minimum int64 stays negative, as in Go."""
+    return -x if x < 0 and x != MIN64 else x
+
+
+def output_unit(sample_unit: str, total: int, values: Iterable[tuple[int, int]]) -> str:
+    """report.selectOutputUnit for unit "minimum": values are (flat, cum) of the shown rows."""
+    min_value = 0
+    any_node = False
+    for flat, cum in values:
+        any_node = True
+        node_min = abs64(flat)
+        if node_min == 0:
+            node_min = abs64(cum)
+        if node_min > 0 and (min_value == 0 or node_min < min_value):
+            min_value = node_min
+    if not any_node:
+        return "minimum"
+    max_value = total
+    if min_value == 0:
+        min_value = max_value
+    _, min_unit = scale(min_value, sample_unit, "minimum")
+    _, max_unit = scale(max_value, sample_unit, "minimum")
+    unit = min_unit
+    if min_unit != max_unit and wrap64(min_value * 100) < max_value:
+        _, unit = scale(wrap64(100 * min_value), sample_unit, "minimum")
+    return unit if unit != "" else sample_unit
+
+
+def go_base(path: str) -> str:
+    """filepath.Base: last element, trailing slashes dropped, '.' for empty."""
+    if path == "":
+        return "."
+    path = path.rstrip("/")
+    if path == "":
+        return "/"
+    return posixpath.basename(path)
+
+
+@dataclass
+class Header:
+    """What ProfileLabels prints above a report."""
+
+    main_file: str  # Mapping[0].File, "" if no mapping
+    build_id: str
+    comments: list[str]
+    sample_type: str
+    sample_unit: str
+    time_nanos: int
+    duration_nanos: int
+
+
+def profile_labels(h: Header, total: int, fmt: callable) -> list[str]:  # type: ignore[valid-type]
+    """report.ProfileLabels: File, Build ID, comments, Type, Time, Duration lines."""
+    out: list[str] = []
+    if h.main_file:
+        out.append("File: " + go_base(h.main_file))
+    if h.build_id:
+        out.append("Build ID: " + h.build_id)
+    out.extend(c for c in h.comments if not c.startswith("#"))
+    if h.sample_type:
+        out.append("Type: " + h.sample_type)
+    if h.time_nanos:
+        out.append("Time: " + _go_time(h.time_nanos))
+    if h.duration_nanos:
+        duration = label(h.duration_nanos, "nanoseconds")
+        total_nanos, total_unit = scale(total, h.sample_unit, "nanoseconds")
+        ratio = ""
+        if total_unit == "ns" and total_nanos != 0:
+            ratio = "(" + percentage(go_int64(total_nanos), h.duration_nanos) + ")"
+        out.append(f"Duration: {duration}, Total samples = {fmt(total)} {ratio}")
+    return out
+
+
+def _go_time(nanos: int) -> str:
+    """time.Unix(0, ns).Format("Jan 2, 2006 at 3:04pm (MST)") in the local time zone."""
+    tm = time.localtime(nanos // 1_000_000_000)
+    hour = tm.tm_hour % 12 or 12
+    ampm = "pm" if tm.tm_hour >= 12 else "am"
+    month = time.strftime("%b", tm)
+    return f"{month} {tm.tm_mday}, {tm.tm_year} at {hour}:{tm.tm_min:02d}{ampm} ({tm.tm_zone})"
+
+
+@dataclass
+class Row:
+    """One line of the top table."""
+
+    name: str
+    inline: str  # "", "(inline)" or "(partial-inline)"
+    flat: int
+    cum: int
+    file: str = ""
+
+
+def top_text(
+    header: Header,
+    total: int,
+    rows: list[Row],
+    *,
+    orig_count: int,
+    dropped_nodes: int = 0,
+    node_cutoff: int = 0,
+) -> str:
+    """The whole `go tool pprof -top` output (printText with reportLabels)."""
+    unit = output_unit(header.sample_unit, total, ((r.flat, r.cum) for r in rows))
+
+    def fmt(v: int) -> str:
+        return scaled_label(v, header.sample_unit, unit)
+
+    lines = profile_labels(header, total, fmt)
+    flat_sum = 0
+    for r in rows:
+        flat_sum = wrap64(flat_sum + r.flat)
+    pct = percentage(flat_sum, total).strip()
+    lines.append(f"Showing nodes accounting for {fmt(flat_sum)}, {pct} of {fmt(total)} total")
+    if total != 0:
+        if dropped_nodes > 0:
+            noun = "nodes" if dropped_nodes > 1 else "node"
+            lines.append(f"Dropped {dropped_nodes} {noun} (cum <= {fmt(node_cutoff)})")
+        if 0 < len(rows) < orig_count:
+            lines.append(f"Showing top {len(rows)} nodes out of {orig_count}")
+    lines.append(f"{'flat':>10} {'flat':>5}% {'sum':>5}% {'cum':>10} {'cum':>5}%")
+    running = 0
+    for r in rows:
+        running = wrap64(running + r.flat)
+        inl = " " + r.inline if r.inline else ""
+        lines.append(
+            f"{fmt(r.flat):>10} {percentage(r.flat, total)} {percentage(running, total)} "
+            f"{fmt(r.cum):>10} {percentage(r.cum, total)}  {r.name}{inl}"
+        )
+    return "\n".join(lines) + "\n"

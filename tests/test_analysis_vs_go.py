@@ -1,0 +1,143 @@
+"""Our top table against the real `go tool pprof -top`, for every valid corpus profile and type.
+
+Each case compares the whole text, byte for byte (Go's output decoded as UTF-8 with invalid
+bytes replaced, as our string table is): the rows, their order, flat and cum at the printed
+precision, sum%, inline marks, the total and every header line. Go runs two at a time in the
+background while the tests compare; its outputs live in a session temp dir.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import shutil
+import subprocess
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from share import analysis, pprof, report
+
+from conftest import CORPUS, unavailable
+
+pytestmark = pytest.mark.go
+
+with open(CORPUS / "MANIFEST.tsv", newline="") as _f:
+    ROWS = list(csv.DictReader(_f, delimiter="\t"))
+VALID = [r for r in ROWS if r["valid"] == "yes"]
+
+
+def _sample_args(row: dict[str, str]) -> list[str]:
+    """One -sample_index per type: its name when that names it unambiguously, else its index."""
+    types = [t.split("/")[0] for t in row["sample_types"].split(",")] if row["sample_types"] else []
+    args = []
+    for i, name in enumerate(types):
+        unique = name and types.count(name) == 1 and not name.lstrip("+-").isdigit()
+        args.append(name if unique else str(i))
+    return args
+
+
+CASES = [(r["path"], arg) for r in VALID for arg in _sample_args(r)]
+CASES += [(r["path"], None) for r in VALID if r["sample_types"]]  # pprof's default type
+# -nodecount and -nodefraction exercise "Showing top N", "Dropped N nodes" and rebuilt edges.
+TRIMMED = [
+    (path, count, fraction)
+    for path in (
+        "go-runtime/cpu-large.pb.gz",
+        "go-runtime/heap-large.pb.gz",
+        "go-runtime/cpu-labels.pb.gz",
+        "go-runtime/pprof-tool-diffbase-cpu.pb.gz",
+        "edge/negative-values.pb.gz",
+        "nodejs/time-line-numbers.pb.gz",
+    )
+    for count, fraction in ((5, 0.0), (25, 0.005), (0, 0.05))
+]
+
+
+def _command(path: str, sample: str | None, count: int = 0, fraction: float = 0.0) -> list[str]:
+    cmd = ["go", "tool", "pprof", "-top", f"-nodefraction={fraction}"]
+    if sample is not None:
+        cmd.append(f"-sample_index={sample}")
+    if count:
+        cmd.append(f"-nodecount={count}")
+    return [*cmd, str(CORPUS / path)]
+
+
+@pytest.fixture(scope="session")
+def go_top(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """go tool pprof -top output per command, all started up front, two at a time."""
+    go = shutil.which("go")
+    if go is None:
+        unavailable("go is not installed (make test installs golang-go)")
+    home = tmp_path_factory.mktemp("go-home")
+    env = {
+        **os.environ,
+        "HOME": str(home),
+        "GOCACHE": str(home / "cache"),
+        "GOFLAGS": "",
+        # No local binaries to symbolize with: the profile's own symbols only, as on a server.
+        "PPROF_BINARY_PATH": str(home / "no-binaries"),
+        "PPROF_TMPDIR": str(home / "pprof"),
+    }
+
+    def run(cmd: list[str]) -> tuple[int, str]:
+        done = subprocess.run(cmd, capture_output=True, env=env, timeout=300)
+        out = done.stdout if done.returncode == 0 else done.stderr
+        return done.returncode, out.decode("utf-8", "replace")
+
+    commands = [_command(p, s) for p, s in CASES]
+    commands += [_command(p, None, c, f) for p, c, f in TRIMMED]
+    commands.append(_command("edge/minimal-empty-profile.pb", None))
+    pool = ThreadPoolExecutor(max_workers=2)
+    futures: dict[tuple[str, ...], Future[tuple[int, str]]] = {
+        tuple(cmd): pool.submit(run, cmd) for cmd in commands
+    }
+    yield lambda cmd: futures[tuple(cmd)].result()
+    pool.shutdown(cancel_futures=True)
+
+
+def _ours(path: str, sample: str | None, count: int = 0, fraction: float = 0.0) -> str:
+    parsed = pprof.parse((CORPUS / path).read_bytes(), max_profile_bytes=1 << 30)
+    tables = analysis.tables(parsed)
+    g = analysis.graph(tables, tables.sample_index(sample))
+    t = analysis.top(g, node_count=count, node_fraction=fraction)
+    return report.top_text(
+        t.header,
+        t.total,
+        t.rows,
+        orig_count=t.orig_count,
+        dropped_nodes=t.dropped_nodes,
+        node_cutoff=t.node_cutoff_label,
+    )
+
+
+@pytest.mark.parametrize(("path", "sample"), CASES, ids=[f"{p}:{s}" for p, s in CASES])
+def test_top_matches_go(go_top, path: str, sample: str | None) -> None:  # type: ignore[no-untyped-def]
+    code, expected = go_top(_command(path, sample))
+    assert code == 0, expected
+    assert _ours(path, sample) == expected
+
+
+@pytest.mark.parametrize(("path", "count", "fraction"), TRIMMED)
+def test_trimmed_top_matches_go(go_top, path: str, count: int, fraction: float) -> None:  # type: ignore[no-untyped-def]
+    code, expected = go_top(_command(path, None, count, fraction))
+    assert code == 0, expected
+    assert _ours(path, None, count, fraction) == expected
+
+
+def test_profile_without_sample_types_is_refused_by_both(go_top) -> None:  # type: ignore[no-untyped-def]
+    code, message = go_top(_command("edge/minimal-empty-profile.pb", None))
+    assert code != 0 and "profile has no samples" in message
+    parsed = pprof.parse(
+        (CORPUS / "edge/minimal-empty-profile.pb").read_bytes(), max_profile_bytes=1 << 20
+    )
+    with pytest.raises(analysis.SampleTypeError, match="no sample types"):
+        analysis.tables(parsed).sample_index(None)
+
+
+def test_every_valid_profile_with_types_is_covered() -> None:
+    covered = {p for p, _ in CASES}
+    expected = {r["path"] for r in VALID if r["sample_types"]}
+    assert covered == expected and len(expected) >= 45
+    assert Path(CORPUS / "go-runtime/cpu-xl.pb.gz").exists()

@@ -68,26 +68,9 @@ class Tables:
     def n_samples(self) -> int:
         return len(self.stack_off) - 1
 
-    def sample_index(self, name: str | None) -> int:
-        """profile.SampleIndexByName: "" or None picks the default (else the last) type."""
-        types = [t for t, _ in self.sample_types]
-        if not types:
-            raise SampleTypeError("the profile has no sample types")
-        if not name:
-            if self.default_sample_type and self.default_sample_type in types:
-                return types.index(self.default_sample_type)
-            return len(types) - 1
-        if re.fullmatch(r"[+-]?\d+", name):
-            i = int(name)
-            if not 0 <= i < len(types):
-                raise SampleTypeError(f"sample index {name} is outside [0..{len(types) - 1}]")
-            return i
-        no_inuse = name.removeprefix("inuse_")
-        for i, t in enumerate(types):
-            if t in (name, no_inuse):
-                return i
-        valid = ", ".join(repr(t) for t in types)
-        raise SampleTypeError(f"unknown sample type {name!r}: this profile has {valid}")
+    def sample_index(self, name: str | None) -> int | None:
+        """The sample type -sample_index=name selects (None: the profile has no types)."""
+        return sample_index(self.sample_types, self.default_sample_type, name)
 
     def labels(self) -> tuple[np.ndarray, ...]:
         """(sample, key, str, num, unit) of every label, decoded only when asked for."""
@@ -106,6 +89,29 @@ class Tables:
                 pc.last_value(lf, 4, n).astype(_I64),
             )
         return self._labels
+
+
+def sample_index(types: list[tuple[str, str]], default: str | None, name: str | None) -> int | None:
+    """profile.SampleIndexByName: no name picks the default type (else the last); a name may
+    also be an index or carry an "inuse_" prefix. None when there are no types and no name."""
+    names = [t for t, _ in types]
+    if not name:
+        if not names:
+            return None
+        return names.index(default) if default and default in names else len(names) - 1
+    if not names:
+        raise SampleTypeError(f"unknown sample type {name!r}: the profile has no sample types")
+    if re.fullmatch(r"[+-]?\d+", name):
+        i = int(name)
+        if not 0 <= i < len(names):
+            raise SampleTypeError(f"sample index {name} is outside [0..{len(names) - 1}]")
+        return i
+    no_inuse = name.removeprefix("inuse_")
+    for i, t in enumerate(names):
+        if t in (name, no_inuse):
+            return i
+    valid = ", ".join(repr(t) for t in names)
+    raise SampleTypeError(f"unknown sample type {name!r}: this profile has {valid}")
 
 
 _CACHE: weakref.WeakKeyDictionary[Any, Tables] = weakref.WeakKeyDictionary()
@@ -478,7 +484,7 @@ class Graph:
 
     tables: Tables
     stacks: Stacks
-    index: int
+    index: int | None
     sample_type: tuple[str, str]
     weights: np.ndarray  # int64 per sample, after Merge's summing of identical samples
     total: int  # report.computeTotal
@@ -491,10 +497,13 @@ class Graph:
         return np.flatnonzero((self.flat != 0) | (self.cum != 0))
 
 
-def graph(t: Tables, index: int) -> Graph:
-    """Aggregate a profile for sample type index."""
+def graph(t: Tables, index: int | None) -> Graph:
+    """Aggregate a profile for sample type index (None: no types, hence no samples)."""
     st = stacks(t)
-    w = _merged_weights(t, t.values[:, index] if t.values.size else np.zeros(t.n_samples, _I64))
+    if index is None:
+        w = np.zeros(t.n_samples, dtype=_I64)
+    else:
+        w = _merged_weights(t, t.values[:, index])
     n_nodes = len(st.names)
     flat = np.zeros(n_nodes, dtype=_I64)
     cum = np.zeros(n_nodes, dtype=_I64)
@@ -515,7 +524,7 @@ def graph(t: Tables, index: int) -> Graph:
         tables=t,
         stacks=st,
         index=index,
-        sample_type=t.sample_types[index],
+        sample_type=t.sample_types[index] if index is not None else ("", ""),
         weights=w,
         total=_total(t, w),
         flat=flat,
@@ -732,3 +741,150 @@ def _inline_marks(g: Graph, shown: list[int] | None, edge_cutoff: int) -> dict[i
         if inline_in:
             marks[n] = "(partial-inline)" if plain_in else "(inline)"
     return marks
+
+
+# --- flame graph -----------------------------------------------------------------------------
+
+FLAME_NODE_FRACTION = 0.001  # the browser's default: hide nodes under 0.1% of the total
+
+
+def flamegraph(g: Graph, node_fraction: float = FLAME_NODE_FRACTION) -> dict[str, Any]:
+    """The call tree of one sample type as the flame graph JSON (see README "JSON API")."""
+    st = g.stacks
+    tree = _tree(st.frame_node, st.frame_off, g.weights, g.total, len(st.names), node_fraction)
+    parent, node, value, self_, depth, trimmed = tree
+    order = _preorder(parent, node, value, depth, st.names)
+    used, name_of = np.unique(node[1:], return_inverse=True)
+    name_index = np.zeros(len(node), dtype=_I64)
+    name_index[1:] = name_of + 1
+    t = g.tables
+    return {
+        "sample_type": {"type": g.sample_type[0], "unit": g.sample_type[1]},
+        "sample_index": g.index,
+        "sample_types": [{"type": a, "unit": b} for a, b in t.sample_types],
+        "default_sample_index": t.sample_index(None),
+        "total": g.total,
+        "names": [""] + [st.names[n] for n in used.tolist()],
+        "files": [""] + [st.files[n] for n in used.tolist()],
+        "nodes": {
+            "name": name_index[order].tolist(),
+            "depth": depth[order].tolist(),
+            "value": value[order].tolist(),
+            "self": self_[order].tolist(),
+        },
+        "trimmed": {"nodes": trimmed[0], "value": trimmed[1], "node_fraction": node_fraction},
+        "unit": g.sample_type[1],
+        "no_samples": not bool(g.weights.any()),
+    }
+
+
+def _tree(
+    frame_node: np.ndarray,
+    frame_off: np.ndarray,
+    w: np.ndarray,
+    total: int,
+    n_nodes: int,
+    node_fraction: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, tuple[int, int]]:
+    """Merge stacks into a tree level by level: (parent, node, value, self, depth, trimmed).
+
+    Tree node 0 is the root (node -1). A node whose |value| is under the cutoff is dropped with
+    everything beneath it; trimmed counts those dropped subtrees and their summed value. Once
+    every stack still being followed has a tree node of its own, the rest of each stack is a
+    chain and is laid out in one step.
+    """
+    cutoff = abs64(go_int64(float(total) * node_fraction))
+    length = np.diff(frame_off)
+    root_value = wrap64(int(w.sum(dtype=_I64))) if len(w) else 0
+    root_self = wrap64(int(w[length == 0].sum(dtype=_I64))) if len(w) else 0
+    parents = [np.array([-1], dtype=_I64)]
+    nodes = [np.array([-1], dtype=_I64)]
+    values = [np.array([root_value], dtype=_I64)]
+    selfs = [np.array([root_self], dtype=_I64)]
+    depths = [np.array([0], dtype=_I64)]
+    next_id = 1
+    dropped_nodes = dropped_value = 0
+    active = np.flatnonzero(length > 0)
+    par = np.zeros(len(active), dtype=_I64)
+    d = 0
+    while len(active):
+        key = par * n_nodes + frame_node[frame_off[active] + d]
+        uniq, inv = np.unique(key, return_inverse=True)
+        wa = w[active]
+        val = np.zeros(len(uniq), dtype=_I64)
+        np.add.at(val, inv, wa)
+        keep = np.abs(val) >= cutoff if cutoff > 0 else np.ones(len(uniq), dtype=bool)
+        ends = length[active] == d + 1
+        own = np.zeros(len(uniq), dtype=_I64)
+        np.add.at(own, inv[ends], wa[ends])
+        dropped_nodes += int((~keep).sum())
+        dropped_value = wrap64(dropped_value + int(val[~keep].sum(dtype=_I64)))
+        ids = np.full(len(uniq), -1, dtype=_I64)
+        ids[keep] = next_id + np.arange(int(keep.sum()))
+        next_id += int(keep.sum())
+        parents.append(uniq[keep] // n_nodes)
+        nodes.append(uniq[keep] % n_nodes)
+        values.append(val[keep])
+        selfs.append(own[keep])
+        depths.append(np.full(int(keep.sum()), d + 1, dtype=_I64))
+        go_on = keep[inv] & ~ends
+        singletons = len(uniq) == len(active)
+        active, par = active[go_on], ids[inv[go_on]]
+        d += 1
+        if singletons and len(active):
+            # Every stack left has its own parent: the rest of each is a chain of its own.
+            n_left = length[active] - d
+            total_left = int(n_left.sum())
+            chain_ids = next_id + np.arange(total_left, dtype=_I64)
+            first = pc.offsets(n_left)[:-1]
+            chain_parent = chain_ids - 1
+            chain_parent[first] = par
+            chain_self = np.zeros(total_left, dtype=_I64)
+            chain_self[first + n_left - 1] = w[active]
+            parents.append(chain_parent)
+            nodes.append(frame_node[pc.ranges(frame_off[active] + d, n_left)].astype(_I64))
+            values.append(np.repeat(w[active], n_left))
+            selfs.append(chain_self)
+            depths.append(pc.ranges(np.full(len(active), d + 1, dtype=_I64), n_left))
+            break
+    return (
+        np.concatenate(parents),
+        np.concatenate(nodes),
+        np.concatenate(values),
+        np.concatenate(selfs),
+        np.concatenate(depths),
+        (dropped_nodes, dropped_value),
+    )
+
+
+def _preorder(
+    parent: np.ndarray, node: np.ndarray, value: np.ndarray, depth: np.ndarray, names: list[str]
+) -> np.ndarray:
+    """Tree node ids in preorder, children by value (descending), then name."""
+    n = len(parent)
+    if n == 1:
+        return np.zeros(1, dtype=_I64)
+    rank = np.zeros(len(names) + 1, dtype=_I64)  # rank[0]: the root
+    rank[1 + np.array(sorted(range(len(names)), key=names.__getitem__), dtype=_I64)] = np.arange(
+        1, len(names) + 1
+    )
+    by_depth = np.argsort(depth, kind="stable")
+    bounds = np.searchsorted(depth[by_depth], np.arange(int(depth.max()) + 2))
+    levels = [by_depth[bounds[k] : bounds[k + 1]] for k in range(1, len(bounds) - 1)]
+    size = np.ones(n, dtype=_I64)
+    for ids in reversed(levels):
+        np.add.at(size, parent[ids], size[ids])
+    sib = np.lexsort((rank[node + 1], ~value, parent))[1:]  # the root sorts first (parent -1)
+    sz = size[sib]
+    before = np.cumsum(sz) - sz  # sizes of the siblings sorted before, plus earlier groups
+    group = np.ones(len(sib), dtype=bool)
+    group[1:] = parent[sib][1:] != parent[sib][:-1]
+    start = np.maximum.accumulate(np.where(group, np.arange(len(sib)), 0))
+    step = np.empty(n, dtype=_I64)
+    step[sib] = 1 + before - before[start]
+    pos = np.zeros(n, dtype=_I64)
+    for ids in levels:
+        pos[ids] = pos[parent[ids]] + step[ids]
+    order = np.empty(n, dtype=_I64)
+    order[pos] = np.arange(n)
+    return order

@@ -126,14 +126,17 @@ def test_trimmed_top_matches_go(go_top, path: str, count: int, fraction: float) 
     assert _ours(path, None, count, fraction) == expected
 
 
-def test_profile_without_sample_types_is_refused_by_both(go_top) -> None:  # type: ignore[no-untyped-def]
+def test_profile_without_sample_types(go_top) -> None:  # type: ignore[no-untyped-def]
+    """Go refuses to report on it; we show an empty report, and refuse to pick a type."""
     code, message = go_top(_command("edge/minimal-empty-profile.pb", None))
     assert code != 0 and "profile has no samples" in message
-    parsed = pprof.parse(
-        (CORPUS / "edge/minimal-empty-profile.pb").read_bytes(), max_profile_bytes=1 << 20
-    )
+    data = (CORPUS / "edge/minimal-empty-profile.pb").read_bytes()
+    tables = analysis.tables(pprof.parse(data, max_profile_bytes=1 << 20))
+    assert tables.sample_index(None) is None
+    t = analysis.top(analysis.graph(tables, None))
+    assert (t.total, t.rows) == (0, [])
     with pytest.raises(analysis.SampleTypeError, match="no sample types"):
-        analysis.tables(parsed).sample_index(None)
+        tables.sample_index("cpu")
 
 
 def test_every_valid_profile_with_types_is_covered() -> None:

@@ -1,0 +1,151 @@
+"""Derived views of a profile: flame graph and top table as JSON, and the -top text.
+
+Each view is computed once per (profile, sample type, options) and cached by the core; the
+sample type is resolved from the record first, so `?si=cpu` and `?si=1` share one cache entry.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from typing import Any
+
+from flask import Blueprint, Response, current_app, request
+
+from . import analysis, report
+from .errors import ShareError
+from .pprof import ParsedProfile
+
+bp = Blueprint("reports", __name__)
+
+PID = "<pid:pid>"
+VERSION = "v1"  # bump when a view's content changes, so cached copies are not served
+
+
+def _share() -> Any:
+    return current_app.extensions["share"]
+
+
+def _sample_index(pid: str) -> int | None:
+    """The sample type ?si= names (a name or an index), else the profile's default."""
+    record = _share().record(pid)
+    types = [tuple(t) for t in record.sample_types]
+    try:
+        return analysis.sample_index(types, record.default_sample_type, request.args.get("si"))
+    except analysis.SampleTypeError as exc:
+        raise ShareError(str(exc), 400) from None
+
+
+def _int_arg(name: str, default: int) -> int:
+    text = request.args.get(name)
+    if text is None or text == "":
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        raise ShareError(f"?{name}={text!r} is not a whole number", 400) from None
+    if value < 0:
+        raise ShareError(f"?{name}={text!r} must be 0 or more", 400)
+    return value
+
+
+def _fraction_arg(name: str, default: float) -> float:
+    text = request.args.get(name)
+    if text is None or text == "":
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        raise ShareError(f"?{name}={text!r} is not a number", 400) from None
+    if not (math.isfinite(value) and 0 <= value <= 1):
+        raise ShareError(f"?{name}={text!r} must be between 0 and 1", 400)
+    return value
+
+
+def _cached(pid: str, key: str, compute: Callable[[ParsedProfile], bytes]) -> bytes:
+    return _share().view(pid, f"{key}:{VERSION}", compute)
+
+
+def _graph(parsed: ParsedProfile, index: int | None) -> analysis.Graph:
+    return analysis.graph(analysis.tables(parsed), index)
+
+
+def _json(data: bytes) -> Response:
+    return Response(data, mimetype="application/json")
+
+
+def flamegraph_json(parsed: ParsedProfile, index: int | None, node_fraction: float) -> bytes:
+    """The flame graph view, encoded."""
+    doc = analysis.flamegraph(_graph(parsed, index), node_fraction)
+    return json.dumps(doc, separators=(",", ":")).encode()
+
+
+def top_json(parsed: ParsedProfile, index: int | None, node_count: int) -> bytes:
+    """The top table view, encoded: every row unless node_count limits them."""
+    g = _graph(parsed, index)
+    t = analysis.top(g, node_count=node_count)
+    total = t.total
+    running = 0
+    rows = []
+    for r in t.rows:
+        running = report.wrap64(running + r.flat)
+        rows.append(
+            {
+                "name": r.name,
+                "file": r.file,
+                "inline": r.inline.strip("()"),
+                "flat": r.flat,
+                "flat_pct": _pct(r.flat, total),
+                "sum_pct": _pct(running, total),
+                "cum": r.cum,
+                "cum_pct": _pct(r.cum, total),
+            }
+        )
+    doc = {
+        "sample_type": {"type": g.sample_type[0], "unit": g.sample_type[1]},
+        "sample_index": g.index,
+        "sample_types": [{"type": a, "unit": b} for a, b in g.tables.sample_types],
+        "default_sample_index": g.tables.sample_index(None),
+        "total": total,
+        "unit": g.sample_type[1],
+        "nodes": t.orig_count,
+        "rows": rows,
+        "no_samples": not bool(g.weights.any()),
+    }
+    return json.dumps(doc, separators=(",", ":")).encode()
+
+
+def _pct(value: int, total: int) -> float:
+    """|value / total| in percent, as pprof prints it (0 when the total is 0)."""
+    return abs(value / total) * 100 if total else 0.0
+
+
+def top_text(parsed: ParsedProfile, index: int | None, node_count: int) -> bytes:
+    """`go tool pprof -top -nodefraction=0` as text."""
+    t = analysis.top(_graph(parsed, index), node_count=node_count)
+    text = report.top_text(t.header, t.total, t.rows, orig_count=t.orig_count)
+    return text.encode()
+
+
+@bp.get(f"/api/v1/profiles/{PID}/flamegraph")
+def flamegraph(pid: str) -> Response:
+    index = _sample_index(pid)
+    nf = _fraction_arg("nf", analysis.FLAME_NODE_FRACTION)
+    key = f"flamegraph:{index}" + ("" if nf == analysis.FLAME_NODE_FRACTION else f":nf={nf!r}")
+    return _json(_cached(pid, key, lambda p: flamegraph_json(p, index, nf)))
+
+
+@bp.get(f"/api/v1/profiles/{PID}/top")
+def top(pid: str) -> Response:
+    index = _sample_index(pid)
+    n = _int_arg("n", 0)
+    return _json(_cached(pid, f"top:{index}:n={n}", lambda p: top_json(p, index, n)))
+
+
+@bp.get(f"/{PID}/top")
+def top_plain(pid: str) -> Response:
+    index = _sample_index(pid)
+    n = _int_arg("n", 0)
+    text = _cached(pid, f"toptext:{index}:n={n}", lambda p: top_text(p, index, n))
+    return Response(text, mimetype="text/plain")

@@ -183,28 +183,35 @@ def client(app):  # type: ignore[no-untyped-def]
 
 
 # --- a real server ---------------------------------------------------------------------------
+def start_server(env: dict[str, str], log: Path) -> tuple[str, subprocess.Popen[bytes]]:
+    """`pprof-share serve --workers 2` with env on a free port, stderr to log: (base URL,
+    process). Our own server not starting is a bug, so a failure, never a skip."""
+    port = free_port()
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [str(BIN / "pprof-share"), "serve", "--port", str(port), "--workers", "2"],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=out,
+        )
+    if not wait_for_port(port, proc, timeout=30):
+        stop(proc)
+        pytest.fail(f"pprof-share serve did not start: {log.read_text()}")
+    return f"http://127.0.0.1:{port}", proc
+
+
 @pytest.fixture(scope="session")
 def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """`pprof-share serve` in a subprocess on a free port, on local stores in a tmp dir."""
     data = tmp_path_factory.mktemp("live")
-    port = free_port()
     env = dict(
         os.environ,
         SHARE_BLOBS=f"file:{data}/blobs",
         SHARE_META=f"sqlite:{data}/meta.sqlite3",
         SHARE_PUBLIC_URL="",
     )
-    with open(data / "server.log", "wb") as log:
-        proc = subprocess.Popen(
-            [str(BIN / "pprof-share"), "serve", "--port", str(port), "--workers", "2"],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=log,
-        )
-    if not wait_for_port(port, proc, timeout=30):
-        stop(proc)
-        pytest.fail(f"pprof-share serve did not start: {(data / 'server.log').read_text()}")
-    yield f"http://127.0.0.1:{port}"
+    url, proc = start_server(env, data / "server.log")
+    yield url
     stop(proc)
 
 

@@ -14,6 +14,8 @@ const dom = {
   select: $("sample-type"),
   total: $("total"),
   trimmed: $("trimmed"),
+  trimmedText: $("trimmed-text"),
+  detail: $("detail"),
   status: $("status"),
   flame: $("flame"),
   empty: $("no-samples"),
@@ -38,9 +40,9 @@ const state = {
   top: null,
   sortKey: "flat",
   sortDesc: true,
-  selected: null,
+  full: false, // every frame, not only those over the server's node fraction
 };
-const cache = new Map(); // si -> Promise of [flamegraph, top]
+const cache = new Map(); // request URL -> Promise of its JSON
 
 const graph = new FlameGraph({
   canvas: $("fg-canvas"),
@@ -57,7 +59,12 @@ const graph = new FlameGraph({
 function readUrl() {
   const params = new URLSearchParams(location.hash.replace(/^#/, ""));
   const zoom = params.get("zoom");
-  return { si: params.get("si"), q: params.get("q") || "", zoom: zoom ? zoom.split(";") : [] };
+  return {
+    si: params.get("si"),
+    q: params.get("q") || "",
+    zoom: zoom ? zoom.split(";") : [],
+    full: params.get("all") === "1",
+  };
 }
 
 /** Percent-encodes a fragment value but leaves the characters of function names readable. */
@@ -72,6 +79,7 @@ function saveUrl() {
   if (state.si >= 0 && state.types.length) parts.push("si=" + encodeValue(siParam(state.si)));
   if (state.q) parts.push("q=" + encodeValue(state.q));
   if (state.zoomPath.length) parts.push("zoom=" + encodeValue(state.zoomPath.join(";")));
+  if (state.full) parts.push("all=1");
   const hash = parts.join("&");
   const url = location.pathname + location.search + (hash ? "#" + hash : "");
   if (url !== location.pathname + location.search + location.hash) {
@@ -109,19 +117,24 @@ async function getJSON(url) {
   return body;
 }
 
-function load(si) {
-  const key = si < 0 ? "default" : si;
-  if (!cache.has(key)) {
-    const q = si < 0 ? "" : "?si=" + encodeURIComponent(siParam(si));
-    cache.set(
-      key,
-      Promise.all([
-        getJSON(root.dataset.flamegraphUrl + q),
-        getJSON(root.dataset.topUrl + q),
-      ]),
-    );
+function cachedJSON(url) {
+  if (!cache.has(url)) {
+    const promise = getJSON(url);
+    promise.catch(() => cache.delete(url)); // a failure may be retried
+    cache.set(url, promise);
   }
-  return cache.get(key);
+  return cache.get(url);
+}
+
+/** The flame graph and top table of sample type si (-1: the profile's default). */
+function load(si) {
+  const query = (params) => (params.length ? "?" + params.join("&") : "");
+  const base = si < 0 ? [] : ["si=" + encodeURIComponent(siParam(si))];
+  const fgParams = state.full ? [...base, "nf=0"] : base;
+  return Promise.all([
+    cachedJSON(root.dataset.flamegraphUrl + query(fgParams)),
+    cachedJSON(root.dataset.topUrl + query(base)),
+  ]);
 }
 
 function setStatus(text, isError) {
@@ -151,11 +164,12 @@ async function show(si, opts) {
   dom.flame.hidden = fg.no_samples;
   dom.top.hidden = fg.no_samples;
   const trimmed = fg.trimmed || { nodes: 0 };
-  dom.trimmed.hidden = !trimmed.nodes;
-  dom.trimmed.textContent = trimmed.nodes
-    ? `${trimmed.nodes} frames under ${formatPct(trimmed.node_fraction, 1)} of total not shown ` +
-      `(${formatValue(trimmed.value, fg.unit)})`
-    : "";
+  dom.trimmed.hidden = fg.no_samples || (!trimmed.nodes && !state.full);
+  dom.trimmedText.textContent = trimmed.nodes
+    ? `${trimmed.nodes} frames under ${formatPct(trimmed.node_fraction, 1)} of the total are ` +
+      `hidden: ${formatValue(trimmed.value, fg.unit)}, ${formatPct(trimmed.value, fg.total)}.`
+    : `Every frame shown (${fg.nodes.name.length - 1}).`;
+  dom.detail.textContent = state.full ? "Hide small frames" : "Show every frame";
   renderTop();
   if (!fg.no_samples) {
     const t0 = performance.now();
@@ -334,6 +348,7 @@ dom.topBody.addEventListener("click", (e) => {
   if (!tr) return;
   const q = exactRegex(tr.dataset.name);
   applySearch(state.q === q ? "" : q);
+  if (state.q) dom.flame.scrollIntoView({ block: "nearest" });
 });
 
 dom.topFilter.addEventListener("input", () => renderTop());
@@ -438,13 +453,25 @@ dom.search.addEventListener("input", () => {
 
 $("reset").addEventListener("click", () => graph.setZoom(0));
 
+dom.detail.addEventListener("click", () => {
+  state.full = !state.full;
+  setStatus(state.full ? "Loading every frame…" : "");
+  show(state.si, { zoomPath: state.zoomPath })
+    .then(() => setStatus(""))
+    .catch((err) => setStatus(`Could not load the frames: ${err.message}`, true));
+});
+
 document.addEventListener("keydown", (e) => {
   const typing = e.target.closest && e.target.closest("input, textarea, select");
   if (e.key === "/" && !typing && !e.ctrlKey && !e.metaKey && !e.altKey) {
     e.preventDefault();
     dom.search.focus();
     dom.search.select();
+  } else if (e.key === "Escape" && e.target === dom.topFilter) {
+    dom.topFilter.value = "";
+    renderTop();
   } else if (e.key === "Escape") {
+    clearTimeout(searchTimer);
     graph.hideTip();
     if (e.target === dom.search) {
       dom.search.blur();
@@ -458,7 +485,8 @@ window.addEventListener("hashchange", () => {
   const want = readUrl();
   const si = siFromParam(want.si, state.si);
   state.q = want.q;
-  if (si !== state.si) {
+  if (si !== state.si || want.full !== state.full) {
+    state.full = want.full;
     show(si, { zoomPath: want.zoom }).catch((err) => setStatus(err.message, true));
   } else if (graph.data) {
     applySearch(want.q, { keepUrl: true });
@@ -477,8 +505,8 @@ async function start() {
     });
   try {
     // The default view first: it names the sample types the URL's si refers to.
+    state.full = want.full;
     const [fg] = await load(-1);
-    cache.set(fg.sample_index, cache.get("default"));
     state.types = fg.sample_types || [];
     fillSelect(fg);
     const si = siFromParam(want.si, fg.sample_index);

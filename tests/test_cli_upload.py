@@ -276,15 +276,17 @@ def test_progress_bar_only_on_a_terminal() -> None:
 
 
 # --- limits: a server of our own with a small upload limit -------------------------------------
-@pytest.fixture(scope="module")
-def small_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    data = tmp_path_factory.mktemp("small")
+SMALL_LIMIT = 100 * 1024
+
+
+def serve_small(data: Path) -> tuple[str, subprocess.Popen[bytes]]:
+    """`pprof-share serve` of our own with a 100 KiB upload limit: (base URL, process)."""
     port = free_port()
     env = dict(
         os.environ,
         SHARE_BLOBS=f"file:{data}/blobs",
         SHARE_META=f"sqlite:{data}/meta.sqlite3",
-        SHARE_MAX_UPLOAD_BYTES=str(100 * 1024),
+        SHARE_MAX_UPLOAD_BYTES=str(SMALL_LIMIT),
     )
     proc = subprocess.Popen(
         [str(BIN / "pprof-share"), "serve", "--port", str(port), "--workers", "1"],
@@ -295,14 +297,27 @@ def small_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     if not wait_for_port(port, proc, timeout=30):
         stop(proc)
         pytest.fail("pprof-share serve did not start")
-    yield f"http://127.0.0.1:{port}"
+    return f"http://127.0.0.1:{port}", proc
+
+
+@pytest.fixture(scope="module")
+def small_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    url, proc = serve_small(tmp_path_factory.mktemp("small"))
+    yield url
     stop(proc)
 
 
-def test_upload_over_the_limit_names_the_limit(small_server: str) -> None:
-    path = CORPUS / "go-runtime" / "cpu-large.pb.gz"  # 594 KiB, over 100 KiB
+# Just over the limit (the core refuses it after reading) and far over it (refused before the
+# body is read, so the server may close while the client is still sending).
+@pytest.mark.parametrize("size", [SMALL_LIMIT + 20 * 1024, 6 * SMALL_LIMIT])
+def test_upload_over_the_limit_names_the_limit(
+    small_server: str, tmp_path: Path, size: int
+) -> None:
+    path = tmp_path / "big.pb.gz"
+    path.write_bytes(os.urandom(size))
     result = cli("upload", str(path), server=small_server)
     assert result.returncode == 1
     lines = result.stderr.splitlines()
     assert len(lines) == 1
+    assert lines[0].startswith(f"pprof-share: {path}: ")
     assert "100 KiB" in lines[0] and "(HTTP 413)" in lines[0]

@@ -13,10 +13,11 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from test_cli_upload import serve_small
 
 from share._proto import profile_pb2
 
-from conftest import ARTIFACTS
+from conftest import ARTIFACTS, stop
 
 pytestmark = pytest.mark.browser
 
@@ -122,6 +123,12 @@ def test_drop_anywhere_uploads_and_lands_on_the_link(live_server: str, page) -> 
     token = page.locator("#banner-token").input_value()
     assert len(token) >= 16
     assert "shown only this once" in banner.inner_text()
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    for button, value in (("Copy link", link), ("Copy token", token)):
+        page.get_by_role("button", name=button).click()
+        page.get_by_role("button", name="Copied").wait_for()
+        assert page.evaluate("() => navigator.clipboard.readText()") == value
+        page.get_by_role("button", name=button).wait_for()  # the label comes back
     # The same token was remembered for "your uploads".
     remembered = stored_uploads(page)
     assert remembered[0]["url"] == link and remembered[0]["token"] == token
@@ -219,6 +226,26 @@ def test_a_drop_during_an_upload_joins_the_queue(live_server: str, page) -> None
     assert names == ["first.pb.gz", "second.pb.gz"]
     page.wait_for_timeout(300)
     assert page.url == live_server + "/"  # two files: stays, with a line each
+    assert script_errors(page) == []
+
+
+@pytest.fixture(scope="module")
+def small_server(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    url, proc = serve_small(tmp_path_factory.mktemp("small-browser"))
+    yield url
+    stop(proc)
+
+
+def test_too_large_is_refused_before_sending(small_server: str, page) -> None:  # type: ignore[no-untyped-def]
+    posts: list[str] = []
+    page.on("request", lambda r: posts.append(r.url) if r.method == "POST" else None)
+    page.goto(small_server + "/")
+    assert "up to 100 KiB as sent" in page.locator("#upload").inner_text()
+    drop(page, [("big.pb.gz", b"\x1f\x8b" + bytes(300 * 1024))])
+    line = page.locator("#results li.error")
+    line.wait_for()
+    assert line.locator(".outcome").inner_text() == "too large: 300.0 KiB, the limit is 100 KiB"
+    assert posts == []
     assert script_errors(page) == []
 
 

@@ -119,6 +119,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = commands.add_parser("prune", help="remove expired profiles (reads SHARE_* settings)")
     p.set_defaults(func=prune)
 
+    from . import topcli  # light: numpy and protobuf load only when `top` runs
+
+    topcli.add_parser(commands)
+
     return parser
 
 

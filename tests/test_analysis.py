@@ -1,0 +1,293 @@
+"""Analysis semantics on small profiles built in code: each test pins one pprof rule."""
+
+from __future__ import annotations
+
+import gzip
+from typing import Any
+
+import numpy as np
+import pytest
+
+from share import analysis, pprof, report
+from share._proto import profile_pb2
+
+INT64_MAX = (1 << 63) - 1
+
+
+def build(
+    stacks: list[tuple[list[str | tuple[str, ...]], list[int]]],
+    *,
+    types: tuple[tuple[str, str], ...] = (("samples", "count"), ("cpu", "nanoseconds")),
+    labels: dict[int, dict[str, str]] | None = None,
+    default: str = "",
+    drop_frames: str = "",
+    unsymbolized: int = 0,
+) -> analysis.Tables:
+    """A profile whose samples are given as (stack leaf first, values).
+
+    A stack entry is a function name (one location per name) or a tuple of names: one location
+    whose lines are inlined calls, innermost first. unsymbolized adds that many locations
+    without lines in a mapping of /bin/server, referenced as "?0", "?1"...
+    """
+    strings = [""]
+
+    def s(text: str) -> int:
+        if text not in strings:
+            strings.append(text)
+        return strings.index(text)
+
+    p = profile_pb2.Profile()
+    for t, u in types:
+        p.sample_type.add(type=s(t), unit=s(u))
+    p.mapping.add(id=1, memory_start=0x1000, memory_limit=0x9000, filename=s("/bin/server"))
+    functions: dict[str, int] = {}
+    locations: dict[tuple[str, ...], int] = {}
+
+    def location(entry: str | tuple[str, ...]) -> int:
+        names = (entry,) if isinstance(entry, str) else entry
+        if names not in locations:
+            loc = p.location.add(
+                id=len(locations) + 1, mapping_id=1, address=0x1000 + len(locations)
+            )
+            locations[names] = loc.id
+            if names[0].startswith("?"):
+                return loc.id
+            for name in names:
+                if name not in functions:
+                    functions[name] = len(functions) + 1
+                    p.function.add(id=functions[name], name=s(name), system_name=s(name))
+                loc.line.add(function_id=functions[name], line=len(locations))
+        return locations[names]
+
+    for i, (stack, values) in enumerate(stacks):
+        sample = p.sample.add(location_id=[location(e) for e in stack], value=values)
+        for k, v in (labels or {}).get(i, {}).items():
+            sample.label.add(key=s(k), str=s(v))
+    for k in range(unsymbolized):
+        location(f"?{k}")
+    p.default_sample_type = s(default) if default else 0
+    p.drop_frames = s(drop_frames) if drop_frames else 0
+    p.string_table.extend(strings)
+    parsed = pprof.parse(gzip.compress(p.SerializeToString()), max_profile_bytes=1 << 20)
+    return analysis.tables(parsed)
+
+
+def top_rows(t: analysis.Tables, sample: str | None = None) -> dict[str, tuple[int, int, str]]:
+    g = analysis.graph(t, t.sample_index(sample))
+    return {r.name: (r.flat, r.cum, r.inline) for r in analysis.top(g).rows}
+
+
+def tree(fg: dict[str, Any]) -> list[tuple[int, str, int, int]]:
+    """(depth, name, value, self) in the JSON's preorder."""
+    n = fg["nodes"]
+    return [
+        (d, fg["names"][i], v, s)
+        for i, d, v, s in zip(n["name"], n["depth"], n["value"], n["self"], strict=True)
+    ]
+
+
+def test_flat_cum_and_sorting() -> None:
+    t = build([(["c", "b", "a"], [1, 30]), (["b", "a"], [1, 20]), (["d", "a"], [1, 20])])
+    rows = top_rows(t)
+    assert rows == {"c": (30, 30, ""), "b": (20, 50, ""), "d": (20, 20, ""), "a": (0, 70, "")}
+    names = [r.name for r in analysis.top(analysis.graph(t, 1)).rows]
+    assert names == ["c", "b", "d", "a"]  # |flat| desc, then name, then |cum|
+
+
+def test_recursion_counts_once_in_cum() -> None:
+    t = build([(["b", "a", "b", "a", "main"], [1, 7]), (["a", "main"], [1, 3])])
+    rows = top_rows(t)
+    assert rows["a"] == (3, 10, "")
+    assert rows["b"] == (7, 7, "")
+    assert rows["main"] == (0, 10, "")
+
+
+def test_inlined_frames_are_nodes_with_marks() -> None:
+    # Location 1 holds f inlined into g; k calls f for real; h is only ever inlined. A call
+    # edge is inline only if every traversal of it was, so g -> f for real would unmark it.
+    t = build(
+        [
+            ([("f", "g"), "main"], [1, 40]),
+            (["f", "k", "main"], [1, 10]),
+            ([("h", "g"), "main"], [1, 5]),
+            ([("e", "g"), "main"], [1, 1]),
+            (["e", "g", "main"], [1, 1]),
+        ]
+    )
+    rows = top_rows(t)
+    assert rows["f"] == (50, 50, "(partial-inline)")
+    assert rows["h"] == (5, 5, "(inline)")
+    assert rows["e"] == (2, 2, "")
+    assert rows["g"] == (0, 47, "")
+    fg = analysis.flamegraph(analysis.graph(t, 1), 0)
+    assert tree(fg) == [
+        (0, "", 57, 0),
+        (1, "main", 57, 0),
+        (2, "g", 47, 0),
+        (3, "f", 40, 40),
+        (3, "h", 5, 5),
+        (3, "e", 2, 2),
+        (2, "k", 10, 0),
+        (3, "f", 10, 10),
+    ]
+
+
+def test_diff_base_total_counts_only_base_samples() -> None:
+    t = build(
+        [(["a", "main"], [1, 100]), (["a", "main"], [-1, -60]), (["b", "main"], [-1, -10])],
+        labels={1: {"pprof::base": "true"}, 2: {"pprof::base": "true"}},
+    )
+    g = analysis.graph(t, 1)
+    assert g.total == 70  # |-60| + |-10|: the base, not 170
+    assert top_rows(t)["a"] == (40, 40, "")
+
+
+def test_identical_samples_of_both_signs_cancel_in_the_total() -> None:
+    # profile.Merge sums equal samples first: +5 and -5 vanish, so the total is 10, not 20.
+    t = build([(["a"], [1, 5]), (["a"], [-1, -5]), (["b"], [1, 10])])
+    g = analysis.graph(t, 1)
+    assert g.total == 10
+    assert top_rows(t) == {"b": (10, 10, "")}  # a: flat = cum = 0, so pprof drops it
+
+
+def test_negative_values_sort_by_magnitude() -> None:
+    t = build([(["a"], [1, 5]), (["b"], [-1, -50]), (["c"], [1, 20])])
+    rows = analysis.top(analysis.graph(t, 1)).rows
+    assert [(r.name, r.flat) for r in rows] == [("b", -50), ("c", 20), ("a", 5)]
+    assert analysis.graph(t, 1).total == 75
+
+
+def test_int64_sums_wrap_around_like_go() -> None:
+    t = build([(["a"], [1, INT64_MAX]), (["b"], [1, INT64_MAX])])
+    g = analysis.graph(t, 1)
+    assert g.total == report.wrap64(2 * INT64_MAX) == -2
+    assert top_rows(t)["a"] == (INT64_MAX, INT64_MAX, "")
+
+
+def test_profile_without_samples() -> None:
+    t = build([])
+    g = analysis.graph(t, t.sample_index(None))
+    assert analysis.top(g).rows == []
+    fg = analysis.flamegraph(g)
+    assert fg["no_samples"] is True and fg["total"] == 0
+    assert tree(fg) == [(0, "", 0, 0)]
+    assert fg["names"] == [""] and fg["files"] == [""]
+
+
+def test_trimming_drops_small_subtrees_and_keeps_totals() -> None:
+    t = build([(["big", "main"], [1, 90]), (["small", "main"], [1, 6]), (["tiny"], [1, 4])])
+    g = analysis.graph(t, 1)
+    fg = analysis.flamegraph(g, node_fraction=0.05)  # cutoff 5: tiny (4) goes, small (6) stays
+    assert fg["total"] == 100
+    assert tree(fg) == [(0, "", 100, 0), (1, "main", 96, 0), (2, "big", 90, 90), (2, "small", 6, 6)]
+    assert fg["trimmed"] == {"nodes": 1, "value": 4, "node_fraction": 0.05}
+    fg = analysis.flamegraph(g, node_fraction=0.5)
+    assert tree(fg) == [(0, "", 100, 0), (1, "main", 96, 0), (2, "big", 90, 90)]
+    assert fg["trimmed"]["nodes"] == 2 and fg["trimmed"]["value"] == 10
+
+
+def test_flame_graph_is_preorder_children_by_value() -> None:
+    t = build(
+        [
+            (["x", "b", "main"], [1, 3]),
+            (["y", "a", "main"], [1, 5]),
+            (["z", "a", "main"], [1, 2]),
+            (["main"], [1, 1]),
+        ]
+    )
+    fg = analysis.flamegraph(analysis.graph(t, 1), 0)
+    assert tree(fg) == [
+        (0, "", 11, 0),
+        (1, "main", 11, 1),
+        (2, "a", 7, 0),
+        (3, "y", 5, 5),
+        (3, "z", 2, 2),
+        (2, "b", 3, 0),
+        (3, "x", 3, 3),
+    ]
+    assert fg["sample_type"] == {"type": "cpu", "unit": "nanoseconds"}
+    assert fg["sample_index"] == 1 and fg["default_sample_index"] == 1
+
+
+def test_sample_index_rules() -> None:
+    types = (("alloc_space", "bytes"), ("space", "bytes"), ("objects", "count"))
+    t = build([(["a"], [1, 2, 3])], types=types, default="space")
+    assert t.sample_index(None) == 1  # default_sample_type
+    assert t.sample_index("2") == 2
+    assert t.sample_index("inuse_objects") == 2  # legacy inuse_ prefix
+    with pytest.raises(analysis.SampleTypeError, match="'alloc_space', 'space', 'objects'"):
+        t.sample_index("cpu")
+    with pytest.raises(analysis.SampleTypeError, match="outside"):
+        t.sample_index("3")
+    assert build([(["a"], [1, 2, 3])], types=types).sample_index(None) == 2  # else the last
+
+
+def test_drop_frames_prunes_beneath_the_match() -> None:
+    t = build(
+        [(["leaf", "runtime.x", "work", "main"], [1, 10]), (["work", "main"], [1, 5])],
+        drop_frames="runtime\\..*",
+    )
+    rows = top_rows(t)
+    assert "leaf" not in rows and "runtime.x" not in rows
+    assert rows["work"] == (15, 15, "")
+
+
+def test_unsymbolized_locations_are_named_by_binary() -> None:
+    t = build([], unsymbolized=2)
+    p = t.message
+    p.sample.add(location_id=[1, 2], value=[1, 9])
+    tables = analysis.tables(
+        pprof.parse(p.SerializeToString(), max_profile_bytes=1 << 20)  # via the real parser
+    )
+    assert top_rows(tables) == {"[server]": (9, 9, "")}
+
+
+def test_top_text_layout() -> None:
+    t = build([(["c", "b", "a"], [1, 3_000_000]), (["b", "a"], [1, 1_000_000])])
+    top = analysis.top(analysis.graph(t, 1))
+    text = report.top_text(top.header, top.total, top.rows, orig_count=top.orig_count)
+    assert text.splitlines() == [
+        "File: server",
+        "Type: cpu",
+        "Showing nodes accounting for 4ms, 100% of 4ms total",
+        "      flat  flat%   sum%        cum   cum%",
+        "       3ms 75.00% 75.00%        3ms 75.00%  c",
+        "       1ms 25.00%   100%        4ms   100%  b",
+        "         0     0%   100%        4ms   100%  a",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("value", "unit", "expected"),
+    [
+        (1536, "bytes", "1.50kB"),
+        (3_040_000_000, "nanoseconds", "3.04s"),
+        (42, "count", "42"),
+        (0, "nanoseconds", "0"),
+        (-1500, "microseconds", "-1.50ms"),
+        (7, "widgets", "7"),
+    ],
+)
+def test_unit_labels(value: int, unit: str, expected: str) -> None:
+    assert report.label(value, unit) == expected
+
+
+def test_unknown_units_are_printed_after_the_value() -> None:
+    assert report.scaled_label(7, "widgets", "widgets") == "7widgets"
+    assert report.output_unit("widgets", 10, [(7, 7)]) == "widgets"
+
+
+def test_percentages_as_go_prints_them() -> None:
+    assert report.percentage(1, 3) == "33.33%"
+    assert report.percentage(1, 1000) == "  0.1%"
+    assert report.percentage(1, 100000) == "0.001%"
+    assert report.percentage(3, 3) == "  100%"
+    assert report.percentage(5, 0) == "    0%"
+
+
+def test_stacks_expand_root_first() -> None:
+    t = build([([("f", "g"), "main"], [1, 1])])
+    st = analysis.stacks(t)
+    assert [st.names[n] for n in st.frame_node.tolist()] == ["main", "g", "f"]
+    assert st.frame_inline.tolist() == [False, False, True]
+    assert np.array_equal(st.frame_off, [0, 3])

@@ -1,0 +1,118 @@
+"""The flame graph / top JSON endpoints and the /<id>/top text, through the Flask test client."""
+
+from __future__ import annotations
+
+import pytest
+
+from share import analysis, reports
+
+from conftest import CORPUS
+
+
+@pytest.fixture
+def api(app, client):  # type: ignore[no-untyped-def]
+    """The client, with the reports blueprint (registered here until create_app does it)."""
+    if "reports" not in app.blueprints:
+        app.register_blueprint(reports.bp)
+    return client
+
+
+def upload(client, path: str) -> str:  # type: ignore[no-untyped-def]
+    reply = client.post(
+        "/", data=(CORPUS / path).read_bytes(), headers={"Accept": "application/json"}
+    )
+    assert reply.status_code in (200, 201), reply.data
+    return reply.get_json()["id"]
+
+
+def test_flamegraph_json_shape(api) -> None:  # type: ignore[no-untyped-def]
+    pid = upload(api, "go-runtime/cpu-small.pb.gz")
+    doc = api.get(f"/api/v1/profiles/{pid}/flamegraph").get_json()
+    assert doc["sample_type"] == {"type": "cpu", "unit": "nanoseconds"}
+    assert doc["sample_index"] == doc["default_sample_index"] == 1
+    assert doc["sample_types"] == [
+        {"type": "samples", "unit": "count"},
+        {"type": "cpu", "unit": "nanoseconds"},
+    ]
+    assert doc["total"] == 3_040_000_000 and doc["unit"] == "nanoseconds"
+    assert doc["no_samples"] is False
+    nodes = doc["nodes"]
+    n = len(nodes["name"])
+    assert n > 50 and all(len(nodes[k]) == n for k in ("depth", "value", "self"))
+    assert (nodes["name"][0], nodes["depth"][0], nodes["value"][0]) == (0, 0, doc["total"])
+    assert doc["names"][0] == "" and len(doc["files"]) == len(doc["names"])
+    assert "crypto/sha256.block" in doc["names"]
+    assert doc["trimmed"]["node_fraction"] == analysis.FLAME_NODE_FRACTION
+
+
+def test_flamegraph_other_type_and_fraction(api) -> None:  # type: ignore[no-untyped-def]
+    pid = upload(api, "go-runtime/heap.pb.gz")
+    full = api.get(f"/api/v1/profiles/{pid}/flamegraph?si=alloc_space&nf=0").get_json()
+    assert full["sample_type"]["type"] == "alloc_space" and full["sample_index"] == 1
+    assert full["trimmed"] == {"nodes": 0, "value": 0, "node_fraction": 0.0}
+    cut = api.get(f"/api/v1/profiles/{pid}/flamegraph?si=1&nf=0.5").get_json()
+    assert len(cut["nodes"]["name"]) < len(full["nodes"]["name"])
+    assert cut["total"] == full["total"] and cut["nodes"]["value"][0] == full["nodes"]["value"][0]
+
+
+def test_top_json(api) -> None:  # type: ignore[no-untyped-def]
+    pid = upload(api, "go-runtime/cpu-small.pb.gz")
+    doc = api.get(f"/api/v1/profiles/{pid}/top?si=cpu").get_json()
+    first = doc["rows"][0]
+    assert first["name"] == "crypto/sha256.block" and first["flat"] == 660_000_000
+    assert first["flat_pct"] == pytest.approx(21.71, abs=0.01)
+    assert doc["rows"][-1]["sum_pct"] == pytest.approx(100)
+    assert doc["nodes"] == len(doc["rows"]) == 105
+    assert len(api.get(f"/api/v1/profiles/{pid}/top?n=3").get_json()["rows"]) == 3
+
+
+def test_top_text_is_go_layout(api) -> None:  # type: ignore[no-untyped-def]
+    pid = upload(api, "go-runtime/cpu-small.pb.gz")
+    reply = api.get(f"/{pid}/top?n=2")
+    assert reply.status_code == 200 and reply.mimetype == "text/plain"
+    lines = reply.get_data(as_text=True).splitlines()
+    assert "Showing top 2 nodes out of 105" in lines
+    assert lines[-3] == "      flat  flat%   sum%        cum   cum%"
+    assert lines[-2].endswith("  crypto/sha256.block")
+
+
+def test_views_are_cached_per_resolved_type(api, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    pid = upload(api, "go-runtime/cpu-small.pb.gz")
+    calls = []
+    real = analysis.graph
+    monkeypatch.setattr(analysis, "graph", lambda t, i: calls.append(i) or real(t, i))
+    for si in ("cpu", "1", ""):  # the same type by name, index and default
+        assert api.get(f"/api/v1/profiles/{pid}/flamegraph?si={si}").status_code == 200
+    assert calls == [1]
+
+
+@pytest.mark.parametrize(
+    ("query", "message", "text_query"),
+    [
+        ("si=wall", "unknown sample type 'wall': this profile has 'samples', 'cpu'", "si=wall"),
+        ("si=7", "outside [0..1]", "si=7"),
+        ("nf=2", "must be between 0 and 1", "n=-1"),
+        ("nf=abc", "is not a number", "n=abc"),
+    ],
+)
+def test_bad_parameters_are_400(api, query: str, message: str, text_query: str) -> None:  # type: ignore[no-untyped-def]
+    pid = upload(api, "go-runtime/cpu-small.pb.gz")
+    reply = api.get(f"/api/v1/profiles/{pid}/flamegraph?{query}")
+    assert reply.status_code == 400
+    assert message in reply.get_json()["error"]["message"]
+    text = api.get(f"/{pid}/top?{text_query}")
+    assert text.status_code == 400 and text.mimetype == "text/plain"
+
+
+def test_unknown_profile_is_404(api) -> None:  # type: ignore[no-untyped-def]
+    for url in ("/api/v1/profiles/AAAAAAAAAAAAAAAA/top", "/AAAAAAAAAAAAAAAA/top"):
+        assert api.get(url).status_code == 404
+
+
+def test_profile_without_samples(api) -> None:  # type: ignore[no-untyped-def]
+    pid = upload(api, "edge/minimal-empty-profile.pb")
+    doc = api.get(f"/api/v1/profiles/{pid}/flamegraph").get_json()
+    assert doc["no_samples"] is True and doc["sample_index"] is None
+    assert doc["sample_types"] == [] and doc["nodes"]["value"] == [0]
+    assert api.get(f"/api/v1/profiles/{pid}/top").get_json()["rows"] == []
+    assert api.get(f"/api/v1/profiles/{pid}/top?si=cpu").status_code == 400

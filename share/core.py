@@ -9,7 +9,8 @@ import hashlib
 import hmac
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +21,8 @@ from .errors import BadProfile, Forbidden, Gone, NotFound, ShareError, TooLarge
 from .meta import MetaStore, Record
 
 ID_LENGTH = 16  # base64url characters: 96 bits of SHA-256
+LOCK_LEASE_SECONDS = 60  # a crashed holder's lease lapses after this
+LOCK_WAIT_SECONDS = 30  # how long an upload or delete waits for the lease before a 503
 
 
 @dataclass
@@ -128,58 +131,76 @@ class Share:
             )
         seconds = self.expiry_seconds(expires)
         parsed = pprof.parse(data, max_profile_bytes=self.settings["MAX_PROFILE_BYTES"])
-        now = self.clock()
-        expires_at = None if seconds is None else now + seconds
         pid = profile_id(parsed.raw)
-        existing = self._live_record(pid, now)
-        if existing is not None:
-            return self._again(existing, parsed, data, expires_at)
-        blob = data if parsed.was_gzip else gzip.compress(parsed.raw, compresslevel=6)
-        self.blobs.put(pid, blob)
-        token = secrets.token_urlsafe(24)
-        record = Record(
-            id=pid,
-            sha256=hashlib.sha256(parsed.raw).hexdigest(),
-            title=title.strip()[:200],
-            size_bytes=len(parsed.raw),
-            stored_bytes=len(blob),
-            created_at=now,
-            expires_at=expires_at,
-            delete_token_hash=token_hash(token),
-            sample_types=[list(t) for t in parsed.sample_types()],
-            default_sample_type=parsed.default_sample_type(),
-            n_samples=parsed.n_samples,
-            n_locations=parsed.n_locations,
-            n_functions=parsed.n_functions,
-            metadata=summarize(parsed),
-        )
-        if self.meta.create(record):
+        with self._exclusive(pid):
+            now = self.clock()
+            expires_at = None if seconds is None else now + seconds
+            existing = self._live_record(pid, now)
+            if existing is not None:
+                return self._again(existing, parsed, data, expires_at)
+            blob = self._blob(parsed, data)
+            self.blobs.put(pid, blob)
+            token = secrets.token_urlsafe(24)
+            record = Record(
+                id=pid,
+                sha256=hashlib.sha256(parsed.raw).hexdigest(),
+                title=title.strip()[:200],
+                size_bytes=len(parsed.raw),
+                stored_bytes=len(blob),
+                created_at=now,
+                expires_at=expires_at,
+                delete_token_hash=token_hash(token),
+                sample_types=[list(t) for t in parsed.sample_types()],
+                default_sample_type=parsed.default_sample_type(),
+                n_samples=parsed.n_samples,
+                n_locations=parsed.n_locations,
+                n_functions=parsed.n_functions,
+                metadata=summarize(parsed),
+            )
+            if not self.meta.create(record):  # only if a lease expired under a slow upload
+                raise ShareError("the profile changed while uploading; try again", 409)
             return Upload(record, created=True, delete_token=token)
-        # Another upload of the same profile won the race: answer as a re-upload.
-        existing = self.meta.load(pid)
-        if existing is None:
-            raise ShareError("the profile was removed while uploading; try again", 409)
-        return self._again(existing, parsed, data, expires_at)
+
+    @staticmethod
+    def _blob(parsed: pprof.ParsedProfile, data: bytes) -> bytes:
+        """What we store: the upload itself when it is gzip, else its gzip."""
+        return data if parsed.was_gzip else gzip.compress(parsed.raw, compresslevel=6)
 
     def _again(
         self, record: Record, parsed: pprof.ParsedProfile, data: bytes, expires_at: float | None
     ) -> Upload:
         """A profile we already have: keep one copy, extend its life to the later expiry."""
         record.expires_at = self.meta.extend_expiry(record.id, expires_at)
-        if not self.blobs.exists(record.id):  # a prune raced with this upload
-            blob = data if parsed.was_gzip else gzip.compress(parsed.raw, compresslevel=6)
-            self.blobs.put(record.id, blob)
+        if not self.blobs.exists(record.id):  # lost by the store: put it back
+            self.blobs.put(record.id, self._blob(parsed, data))
         return Upload(record, created=False, delete_token=None)
+
+    @contextmanager
+    def _exclusive(self, pid: str) -> Iterator[None]:
+        """Hold the profile's lease: uploads, deletes and purges of one id take turns, so a
+        delete never removes the blob of an upload that was answered 201."""
+        token = secrets.token_hex(8)
+        deadline = time.monotonic() + LOCK_WAIT_SECONDS
+        pause = 0.002
+        while not self.meta.try_lock(pid, token, LOCK_LEASE_SECONDS):
+            if time.monotonic() > deadline:
+                raise ShareError(f"profile {pid} is busy; try again", 503)
+            time.sleep(pause)
+            pause = min(pause * 2, 0.05)
+        try:
+            yield
+        finally:
+            self.meta.unlock(pid, token)
 
     # --- reading ------------------------------------------------------------------------
     def _live_record(self, pid: str, now: float) -> Record | None:
-        """The record if it exists and has not expired; an expired one is purged on the way."""
+        """Under the lease: the record if it has not expired; an expired one is removed."""
         record = self.meta.load(pid)
         if record is not None and (record.expires_at is None or record.expires_at > now):
             return record
         expiry = record.expires_at if record is not None else self.meta.expiry_of(pid)
         if expiry is not None and expiry <= now:
-            self.purge(pid, now)
+            self._purge_held(pid, now)
         return None
 
     def record(self, pid: str) -> Record:
@@ -223,14 +244,24 @@ class Share:
     # --- removal ------------------------------------------------------------------------
     def delete(self, pid: str, token: str | None) -> None:
         """Remove a profile for whoever holds its delete token."""
-        record = self.record(pid)
-        if not token or not hmac.compare_digest(token_hash(token), record.delete_token_hash):
-            raise Forbidden("wrong or missing delete token (send it in the X-Delete-Token header)")
-        if self.meta.delete(pid):
-            self.blobs.delete(pid)
+        self.record(pid)
+        with self._exclusive(pid):
+            record = self.meta.load(pid)  # again, under the lease: it may have changed
+            if record is None:
+                raise NotFound(f"no profile with id {pid}")
+            if not token or not hmac.compare_digest(token_hash(token), record.delete_token_hash):
+                raise Forbidden(
+                    "wrong or missing delete token (send it in the X-Delete-Token header)"
+                )
+            if self.meta.delete(pid):
+                self.blobs.delete(pid)
 
     def purge(self, pid: str, now: float) -> bool:
         """Remove an expired profile from both stores; a concurrent extension wins."""
+        with self._exclusive(pid):
+            return self._purge_held(pid, now)
+
+    def _purge_held(self, pid: str, now: float) -> bool:
         if self.meta.delete(pid, only_if_expired_at=now):
             self.blobs.delete(pid)
             return True

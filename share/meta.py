@@ -11,6 +11,7 @@ import json
 import os
 import sqlite3
 import threading
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -76,6 +77,12 @@ class MetaStore(Protocol):
     def close(self) -> None:
         """Let go of connections (before a fork); the store reconnects when used again."""
 
+    def try_lock(self, profile_id: str, token: str, seconds: float) -> bool:
+        """Take the profile's lease for `seconds` unless someone else holds it."""
+
+    def unlock(self, profile_id: str, token: str) -> None:
+        """Give the lease back, if it is still ours."""
+
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS profiles (
@@ -84,6 +91,11 @@ CREATE TABLE IF NOT EXISTS profiles (
     record TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS profiles_expires_at ON profiles(expires_at);
+CREATE TABLE IF NOT EXISTS locks (
+    id TEXT PRIMARY KEY,
+    token TEXT NOT NULL,
+    until REAL NOT NULL
+);
 CREATE TABLE IF NOT EXISTS views (
     id TEXT NOT NULL,
     key TEXT NOT NULL,
@@ -208,6 +220,25 @@ class SqliteMetaStore:
         except sqlite3.Error as exc:
             raise OSError(f"sqlite database {self.path}: {exc}") from None
 
+    def try_lock(self, profile_id: str, token: str, seconds: float) -> bool:
+        now = time.time()
+        db = self._db()
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            db.execute("DELETE FROM locks WHERE id = ? AND until < ?", (profile_id, now))
+            cursor = db.execute(
+                "INSERT OR IGNORE INTO locks (id, token, until) VALUES (?, ?, ?)",
+                (profile_id, token, now + seconds),
+            )
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        return cursor.rowcount == 1
+
+    def unlock(self, profile_id: str, token: str) -> None:
+        self._db().execute("DELETE FROM locks WHERE id = ? AND token = ?", (profile_id, token))
+
     def close(self) -> None:
         db = getattr(self._local, "db", None)
         if db is not None:
@@ -221,6 +252,7 @@ class RedisMetaStore:
     - `<prefix>:profile:<id>`  hash: the record's fields (`record` JSON, `expires_at`)
     - `<prefix>:views:<id>`    hash: cached views, field = view key
     - `<prefix>:expiry`        sorted set: id scored by expiry (epoch seconds)
+    - `<prefix>:lock:<id>`     string: the lease of whoever is changing the profile
 
     Record and views keys carry a Redis TTL equal to the expiry, so Redis agrees with the
     index; the index outlives them until prune, which is how an expired id answers 410 Gone.
@@ -275,6 +307,11 @@ class RedisMetaStore:
     return 1
     """
 
+    _UNLOCK = """
+    if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+    return 0
+    """
+
     def __init__(self, url: str, prefix: str = "pprof-share") -> None:
         import redis
 
@@ -285,6 +322,7 @@ class RedisMetaStore:
         self._extend = self.client.register_script(self._EXTEND)
         self._delete = self.client.register_script(self._DELETE)
         self._view_put = self.client.register_script(self._VIEW_PUT)
+        self._unlock = self.client.register_script(self._UNLOCK)
 
     def key(self, *parts: str) -> str:
         """Every Redis key of pprof-share, under one prefix."""
@@ -346,6 +384,13 @@ class RedisMetaStore:
             self.client.ping()
         except redis.RedisError as exc:
             raise OSError(f"redis at {self.url}: {exc}") from None
+
+    def try_lock(self, profile_id: str, token: str, seconds: float) -> bool:
+        lease = self.key("lock", profile_id)
+        return bool(self.client.set(lease, token, nx=True, px=int(seconds * 1000)))
+
+    def unlock(self, profile_id: str, token: str) -> None:
+        self._unlock(keys=[self.key("lock", profile_id)], args=[token])
 
     def close(self) -> None:
         self.client.close()

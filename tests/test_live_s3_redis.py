@@ -255,12 +255,6 @@ def test_serve_with_unusable_store_exits_with_one_line(s3_endpoint, redis_url, s
         assert missing_bucket in lines[0]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known bugs (reported to the lead): an upload racing a DELETE of the same profile "
-    "gets KeyError from meta.extend_expiry in Share._again (a 500), or, landing between "
-    "Share.delete's meta.delete and blobs.delete, a 201 whose blob is then deleted",
-)
 def test_upload_racing_delete_is_never_a_500_nor_a_link_without_blob(live):
     data = (CORPUS / "go-runtime/heap.pb.gz").read_bytes()
     for _ in range(20):

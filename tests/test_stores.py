@@ -143,3 +143,16 @@ def test_redis_ttl_agrees_with_expiry_index(redis_url):
     assert store.client.ttl(record_key) == -1
     assert store.client.zscore(store.key("expiry"), "AAAAAAAAAAAAAAAA") is None
     assert all(k.startswith(b"pprof-share:") for k in store.client.keys("*"))
+
+
+def test_lease_is_exclusive_until_released_or_lapsed(stores):
+    _, meta_store = stores
+    assert meta_store.try_lock("AAAAAAAAAAAAAAAA", "one", 30) is True
+    assert meta_store.try_lock("AAAAAAAAAAAAAAAA", "two", 30) is False
+    assert meta_store.try_lock("BBBBBBBBBBBBBBBB", "two", 30) is True  # per profile
+    meta_store.unlock("AAAAAAAAAAAAAAAA", "two")  # not the holder: no effect
+    assert meta_store.try_lock("AAAAAAAAAAAAAAAA", "three", 30) is False
+    meta_store.unlock("AAAAAAAAAAAAAAAA", "one")
+    assert meta_store.try_lock("AAAAAAAAAAAAAAAA", "three", 0.05) is True
+    time.sleep(0.2)  # a crashed holder's lease lapses
+    assert meta_store.try_lock("AAAAAAAAAAAAAAAA", "four", 30) is True

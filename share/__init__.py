@@ -60,11 +60,11 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
     app.extensions["share"] = share
 
     errors.init_app(app)
-    from . import api, views
+    from . import api, reports, views
 
     app.url_map.converters["pid"] = api.ProfileIdConverter
     app.register_blueprint(api.bp)
-
+    app.register_blueprint(reports.bp)
     app.register_blueprint(views.bp)
 
     @app.after_request

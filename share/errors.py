@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from flask import Flask, Response, jsonify, render_template, request
-from werkzeug.exceptions import HTTPException
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # share.pprof raises these errors; `pprof-share top` must not load Flask
+    from flask import Flask, Response
 
 
 class ShareError(Exception):
@@ -46,6 +48,8 @@ class Forbidden(ShareError):
 
 def wants_json() -> bool:
     """JSON for API paths and for clients that prefer it over HTML and text."""
+    from flask import request
+
     if request.path.startswith("/api/"):
         return True
     best = request.accept_mimetypes.best_match(["text/plain", "application/json", "text/html"])
@@ -54,12 +58,16 @@ def wants_json() -> bool:
 
 def wants_html() -> bool:
     """Browsers ask for text/html first; curl sends */*, which gets plain text."""
+    from flask import request
+
     accept = request.accept_mimetypes
     return accept.best == "text/html" or (accept["text/html"] > accept["text/plain"])
 
 
 def render_error(code: int, message: str) -> Response:
     """The error in the client's format."""
+    from flask import Response, jsonify, render_template
+
     if wants_json():
         response = jsonify({"error": {"code": code, "message": message}})
     elif wants_html():
@@ -72,6 +80,7 @@ def render_error(code: int, message: str) -> Response:
 
 def init_app(app: Flask) -> None:
     """Register the handlers: ShareError and werkzeug's own HTTP errors share one renderer."""
+    from werkzeug.exceptions import HTTPException
 
     @app.errorhandler(ShareError)
     def _share_error(error: ShareError) -> Response:

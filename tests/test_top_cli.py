@@ -83,10 +83,5 @@ def test_top_path_imports_no_storage_or_server_libraries() -> None:
     assert _modules_after_top("boto3", "botocore", "redis", "gunicorn") == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="share/errors.py imports Flask at module level and share/pprof.py imports it: "
-    "~0.15 s of every `pprof-share top` (asked the lead to import Flask lazily there)",
-)
 def test_top_path_imports_no_flask() -> None:
     assert _modules_after_top("flask", "jinja2", "werkzeug") == []

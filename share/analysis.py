@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from . import pbcolumns as pc
-from .report import Header, Row, abs64, go_base, go_int64, wrap64
+from .report import Header, Rows, abs64, go_base, go_int64, wrap64
 
 MIN64 = -(1 << 63)
 _U64 = np.uint64
@@ -53,7 +53,8 @@ class Tables:
     line_no: np.ndarray
     line_off: np.ndarray
     func_name: list[str]  # after the demangling heuristic
-    func_raw: list[tuple[int, str, str, str]]  # (start_line, name, system_name, filename)
+    func_names: tuple[list[str], list[str], list[str]]  # name, system_name, filename as stored
+    func_start: list[int]
     map_start: list[int]
     map_file: list[str]  # the file Merge keeps for the mapping
     map_key: list[tuple[int, int, str]]
@@ -138,8 +139,15 @@ def _scalar(value: Any) -> int:
 
 def _dense(ids: np.ndarray, refs: np.ndarray) -> np.ndarray:
     """Index into ids (unique uint64) of each ref; -1 where a ref is not an id."""
-    if not len(ids):
+    if not len(ids) or not len(refs):
         return np.full(len(refs), -1, dtype=_I64)
+    lo, hi = ids.min(), ids.max()
+    if int(hi - lo) < 8 * len(ids) + 65536:
+        # Ids are usually 1..n: a lookup table beats a binary search per reference.
+        table = np.full(int(hi - lo) + 2, -1, dtype=_I64)
+        table[(ids - lo).astype(_I64)] = np.arange(len(ids))
+        inside = (refs >= lo) & (refs <= hi)
+        return np.where(inside, table[np.where(inside, refs - lo, hi - lo + 1).astype(_I64)], -1)
     order = np.argsort(ids, kind="stable")
     sorted_ids = ids[order]
     pos = np.minimum(np.searchsorted(sorted_ids, refs), len(ids) - 1)
@@ -200,8 +208,13 @@ def _build_tables(parsed: Any) -> Tables:
     ff = pc.fields(fbuf)
     n_func = len(fbuf)
     func_ids = pc.last_value(ff, 1, n_func)
-    cols = [pc.last_value(ff, k, n_func).view(_I64).tolist() for k in (2, 3, 4, 5)]
-    func_raw = [(st, s(a), s(b), s(c)) for a, b, c, st in zip(*cols, strict=True)]
+    padded = strings + [""]  # an index outside the table reads as "" (pprof's getString)
+    cols = []
+    for k in (2, 3, 4):
+        idx = pc.last_value(ff, k, n_func).view(_I64)
+        idx = np.where((idx >= 0) & (idx < len(strings)), idx, len(strings))
+        cols.append([padded[i] for i in idx.tolist()])
+    names, systems, files = cols
 
     return Tables(
         strings=strings,
@@ -216,8 +229,12 @@ def _build_tables(parsed: Any) -> Tables:
         line_func=_dense(func_ids, pc.last_value(line_fields, 1, n_lines)),
         line_no=pc.last_value(line_fields, 2, n_lines).view(_I64),
         line_off=line_off,
-        func_name=[demangled_name(name, system) for _, name, system, _ in func_raw],
-        func_raw=func_raw,
+        func_name=[
+            n if n and n != sy else demangled_name(n, sy)
+            for n, sy in zip(names, systems, strict=True)
+        ],
+        func_names=(names, systems, files),
+        func_start=pc.last_value(ff, 5, n_func).view(_I64).tolist(),
         map_start=map_start,
         map_file=map_file,
         map_key=map_key,
@@ -239,11 +256,14 @@ def _build_tables(parsed: Any) -> Tables:
 # --- names -----------------------------------------------------------------------------------
 
 
+_CPP_HINT = re.compile(r"[<>\[\]]|::")
+
+
 def _looks_demangled(name: str) -> bool:
     """symbolizer.looksLikeDemangledCPlusPlus."""
-    if ".<" in name or "])." in name:
+    if _CPP_HINT.search(name) is None:
         return False
-    return any(c in name for c in "<>[]") or "::" in name
+    return ".<" not in name and "])." not in name
 
 
 def _remove_matching(name: str, start: str, end: str) -> str:
@@ -306,11 +326,16 @@ def _go_regexp(pattern: str) -> re.Pattern[str] | None:
 
 @dataclass
 class Stacks:
-    """Every sample's frames as node ids, root first, after pruning."""
+    """Every sample's frames as node ids, root first, after pruning.
+
+    Samples are in reverse order (stack sample i is the profile's sample n - 1 - i): one reversal
+    of the whole location array turns every stack root first at once.
+    """
 
     frame_node: np.ndarray  # int32 node id per frame
     frame_inline: np.ndarray  # bool: the frame is a call inlined into the frame before it
-    frame_off: np.ndarray  # sample i's frames: frame_off[i]:frame_off[i + 1]
+    frame_off: np.ndarray  # stack sample i's frames: frame_off[i]:frame_off[i + 1]
+    frame_owner: np.ndarray  # int32 stack sample of each frame
     names: list[str]  # printable name per node
     files: list[str]
     keys: list[str]  # fmt.Sprint(NodeInfo), pprof's last tie-break when sorting
@@ -327,42 +352,35 @@ def stacks(t: Tables) -> Stacks:
 def _build_stacks(t: Tables) -> Stacks:
     n_loc = len(t.loc_mapping)
 
-    # Nodes: graph.NodeInfo at "functions" granularity (address, line and file cleared).
-    index: dict[tuple[str, str, int], int] = {}
-    names: list[str] = []
-    files: list[str] = []
-    keys: list[str] = []
+    # Nodes: graph.NodeInfo at "functions" granularity (address, line and file cleared): a
+    # function's name, or for nameless frames the binary (and the function's start line).
+    index: dict[Any, int] = {}
+    func_node = np.array(
+        [index.setdefault(nm, len(index)) if nm else -1 for nm in t.func_name], dtype=_I64
+    )
+    names: list[str] = list(index)
+    files = [""] * len(names)
+    for f in reversed(range(len(t.func_name))):  # the file of the first function of a node
+        if func_node[f] >= 0:
+            files[func_node[f]] = t.func_names[2][f]
+    keys: list[str] = [f"{{{name}  0  0 0 }}" for name in names]
 
-    def node(name: str, objfile: str, start_line: int, file: str) -> int:
-        key = (name, objfile, start_line)
+    def node(objfile: str, start_line: int) -> int:
+        key = ("", objfile, start_line)
         found = index.get(key)
         if found is None:
             found = index[key] = len(names)
-            if name:
-                printable = name
-            elif objfile:
-                printable = "[" + go_base(objfile) + "]"
-            else:
-                printable = "<unknown>"
-            names.append(printable)
-            files.append(file if name else objfile)
-            keys.append(f"{{{name}  0  {start_line} 0 {objfile}}}")
+            names.append("[" + go_base(objfile) + "]" if objfile else "<unknown>")
+            files.append(objfile)
+            keys.append(f"{{  0  {start_line} 0 {objfile}}}")
         return found
 
-    func_node = np.array(
-        [
-            node(nm, "", 0, raw[3]) if nm else -1
-            for nm, raw in zip(t.func_name, t.func_raw, strict=True)
-        ],
-        dtype=_I64,
-    )
     map_file = t.map_file + [""]  # index -1: no mapping
     line_node = func_node[t.line_func] if len(t.line_func) else np.zeros(0, _I64)
     for i in np.flatnonzero(line_node < 0).tolist():  # functions without a name: rare
         loc = int(np.searchsorted(t.line_off, i, side="right") - 1)
-        f = int(t.line_func[i])
-        line_node[i] = node("", map_file[t.loc_mapping[loc]], t.func_raw[f][0], "")
-    map_node = np.array([node("", f, 0, "") for f in map_file], dtype=_I64)
+        line_node[i] = node(map_file[t.loc_mapping[loc]], t.func_start[int(t.line_func[i])])
+    map_node = np.array([node(f, 0) for f in map_file], dtype=_I64)
 
     # Pruning (drop_frames/keep_frames): cut lines off locations, then stacks.
     line_first = t.line_off[:-1].copy()  # first kept line of each location
@@ -392,26 +410,37 @@ def _build_stacks(t: Tables) -> Stacks:
     no_lines = np.flatnonzero(~has_lines)
     lf_node[lf_off[no_lines]] = map_node[t.loc_mapping[no_lines]]
 
-    # Expand stacks: entries reversed to root first, each replaced by its location's frames.
+    # Expand stacks root first. Reversing the whole entry array reverses every stack and also
+    # the order of the samples: the Stacks keep that order (sample i is the profile's n-1-i).
     n = len(stack_off) - 1
-    per_sample = np.diff(stack_off)
-    owner = np.repeat(np.arange(n, dtype=_I64), per_sample)
-    rev = 2 * stack_off[:-1][owner] + per_sample[owner] - 1 - np.arange(len(stack_loc))
-    loc_rf = stack_loc[rev]
+    loc_rf = stack_loc[::-1]
     if total == n_loc:  # one frame per location: no inlining anywhere
         frame_node = lf_node[loc_rf]
         frame_inline = np.zeros(len(loc_rf), dtype=bool)
-        frame_off = stack_off
+        per_sample = np.diff(stack_off)[::-1]
     else:
+        # Most locations have one frame: place those directly, expand only the inlined ones.
         counts = loc_frames[loc_rf]
-        idx = pc.ranges(lf_off[:-1][loc_rf], counts)
-        frame_node = lf_node[idx]
-        frame_inline = lf_inline[idx]
-        frame_off = pc.offsets(np.bincount(owner, weights=counts, minlength=n).astype(_I64))
+        ends = np.cumsum(counts)
+        starts = ends - counts
+        frame_node = np.empty(int(ends[-1]) if len(ends) else 0, dtype=_I64)
+        frame_inline = np.zeros(len(frame_node), dtype=bool)
+        one = counts == 1
+        frame_node[starts[one]] = lf_node[lf_off[:-1][loc_rf[one]]]
+        many = np.flatnonzero(~one)
+        src = pc.ranges(lf_off[:-1][loc_rf[many]], counts[many])
+        dst = pc.ranges(starts[many], counts[many])
+        frame_node[dst] = lf_node[src]
+        frame_inline[dst] = lf_inline[src]
+        entry_off = pc.offsets(np.diff(stack_off)[::-1])
+        frames_before = np.concatenate(([0], ends))
+        per_sample = frames_before[entry_off[1:]] - frames_before[entry_off[:-1]]
+    frame_off = pc.offsets(per_sample)
     return Stacks(
         frame_node=frame_node.astype(np.int32),
         frame_inline=frame_inline,
         frame_off=frame_off,
+        frame_owner=np.repeat(np.arange(n, dtype=np.int32), per_sample),
         names=names,
         files=files,
         keys=keys,
@@ -487,6 +516,7 @@ class Graph:
     index: int | None
     sample_type: tuple[str, str]
     weights: np.ndarray  # int64 per sample, after Merge's summing of identical samples
+    stack_weights: np.ndarray  # the same in the Stacks' (reversed) sample order
     total: int  # report.computeTotal
     flat: np.ndarray  # int64 per node
     cum: np.ndarray
@@ -505,27 +535,33 @@ def graph(t: Tables, index: int | None) -> Graph:
     else:
         w = _merged_weights(t, t.values[:, index])
     n_nodes = len(st.names)
+    ws = np.ascontiguousarray(w[::-1])  # in the Stacks' sample order
     flat = np.zeros(n_nodes, dtype=_I64)
     cum = np.zeros(n_nodes, dtype=_I64)
     off = st.frame_off
     nonempty = np.flatnonzero(off[1:] > off[:-1])
-    np.add.at(flat, st.frame_node[off[1:][nonempty] - 1], w[nonempty])
+    np.add.at(flat, st.frame_node[off[1:][nonempty] - 1], ws[nonempty])
     if len(st.frame_node):
         # A radix sort by node id keeps each sample's frames in order: a node repeated in one
         # stack (recursion) lands next to itself and counts once.
         key = st.frame_node.astype(np.uint16 if n_nodes <= 1 << 16 else np.int32)
         order = np.argsort(key, kind="stable")
-        owner = np.repeat(np.arange(len(off) - 1), np.diff(off))[order]
-        nodes = st.frame_node[order]
+        owner = st.frame_owner[order]
+        nodes = key[order]
         first = np.ones(len(order), dtype=bool)
         first[1:] = (nodes[1:] != nodes[:-1]) | (owner[1:] != owner[:-1])
-        np.add.at(cum, nodes[first], w[owner[first]])
+        at = np.flatnonzero(first)
+        contrib = ws[owner[at]]
+        nodes = nodes[at]
+        starts = np.flatnonzero(np.concatenate(([True], nodes[1:] != nodes[:-1])))
+        cum[nodes[starts]] = np.add.reduceat(contrib, starts)  # int64: wraps as Go does
     return Graph(
         tables=t,
         stacks=st,
         index=index,
         sample_type=t.sample_types[index] if index is not None else ("", ""),
         weights=w,
+        stack_weights=ws,
         total=_total(t, w),
         flat=flat,
         cum=cum,
@@ -550,8 +586,9 @@ def _merged_weights(t: Tables, w: np.ndarray) -> np.ndarray:
 
 def _exact_merge(t: Tables, w: np.ndarray) -> np.ndarray:
     """profile.Merge's sample keys, built in Python (only for diff-like profiles)."""
-    func_canon: dict[tuple[int, str, str, str], int] = {}
-    fcanon = [func_canon.setdefault(raw, len(func_canon)) for raw in t.func_raw]
+    func_canon: dict[tuple[Any, ...], int] = {}
+    raw = zip(t.func_start, *t.func_names, strict=True)
+    fcanon = [func_canon.setdefault(key, len(func_canon)) for key in raw]
     map_canon = {k: i for i, k in reversed(list(enumerate(t.map_key)))}
     loc_key: dict[tuple[Any, ...], int] = {}
     loc_canon = []
@@ -643,7 +680,7 @@ class Top:
 
     header: Header
     total: int
-    rows: list[Row]
+    rows: Rows
     orig_count: int
     dropped_nodes: int
     node_cutoff_label: int  # the value named in "Dropped N nodes (cum <= X)"
@@ -652,21 +689,16 @@ class Top:
 def top(g: Graph, *, node_count: int = 0, node_fraction: float = 0.0) -> Top:
     """report.TextItems: nodes sorted by |flat|, name, |cum|, as -top with these options."""
     st = g.stacks
-    present = g.present
-    flat_l = g.flat.tolist()
-    cum_l = g.cum.tolist()
-    flat_total = 0
-    for n in present.tolist():
-        flat_total = wrap64(flat_total + flat_l[n])
-    nodes = present.tolist()
+    nodes = g.present
+    flat_total = wrap64(int(g.flat[nodes].sum(dtype=_I64)))
     dropped = 0
     node_cutoff = abs64(go_int64(float(flat_total) * node_fraction))
     if node_cutoff > 0:
-        kept = [n for n in nodes if abs64(cum_l[n]) >= node_cutoff]
+        kept = nodes[np.abs(g.cum[nodes]) >= node_cutoff]  # np.abs leaves MIN negative: abs64
         dropped = len(nodes) - len(kept)
         nodes = kept
     orig_count = len(nodes)
-    nodes.sort(key=lambda n: (-abs64(flat_l[n]), st.names[n], -abs64(cum_l[n]), st.keys[n]))
+    nodes = nodes[_flat_name_order(g, nodes)]
     trimmed = dropped > 0
     if 0 < node_count < len(nodes):
         nodes = nodes[:node_count]
@@ -674,16 +706,45 @@ def top(g: Graph, *, node_count: int = 0, node_fraction: float = 0.0) -> Top:
     edge_cutoff = abs64(go_int64(float(flat_total) * EDGE_FRACTION))
     # Without trimming the graph is built over every node, zero-valued ones included: their
     # edges still reach the nodes shown. A trimmed graph is rebuilt from the kept nodes only.
-    marks = _inline_marks(g, nodes if trimmed else None, edge_cutoff) if st.any_inline else {}
+    shown = nodes.tolist()
+    marks = _inline_marks(g, shown if trimmed else None, edge_cutoff) if st.any_inline else {}
     header = replace(g.tables.header, sample_type=g.sample_type[0], sample_unit=g.sample_type[1])
     return Top(
         header=header,
         total=g.total,
-        rows=[Row(st.names[n], marks.get(n, ""), flat_l[n], cum_l[n], st.files[n]) for n in nodes],
+        rows=Rows(
+            names=[st.names[n] for n in shown],
+            inline=[marks.get(n, "") for n in shown] if marks else [""] * len(shown),
+            files=[st.files[n] for n in shown],
+            flat=g.flat[nodes],
+            cum=g.cum[nodes],
+        ),
         orig_count=orig_count,
         dropped_nodes=dropped,
         node_cutoff_label=abs64(go_int64(float(g.total) * node_fraction)),
     )
+
+
+def _ranks(texts: list[str]) -> np.ndarray:
+    """Rank of each string in sorted order; equal strings share a rank."""
+    order = sorted(range(len(texts)), key=texts.__getitem__)
+    ranked = [texts[i] for i in order]
+    new = np.ones(len(order), dtype=_I64)
+    new[1:] = [a != b for a, b in zip(ranked, ranked[1:], strict=False)]
+    ranks = np.empty(len(order), dtype=_I64)
+    ranks[order] = np.cumsum(new) - 1
+    return ranks
+
+
+def _flat_name_order(g: Graph, nodes: np.ndarray) -> np.ndarray:
+    """graph.FlatNameOrder: |flat| desc, name, |cum| desc, then fmt.Sprint(NodeInfo)."""
+    names = [g.stacks.names[n] for n in nodes.tolist()]
+    name_rank = _ranks(names)
+    keys = [np.zeros(len(nodes), dtype=_I64)]
+    if len(set(names)) < len(names):  # same printed name, different nodes: Sprint decides
+        keys = [_ranks([g.stacks.keys[n] for n in nodes.tolist()])]
+    # ~x orders int64 descending without overflow; np.abs keeps MIN negative, as abs64 does.
+    return np.lexsort((*keys, ~np.abs(g.cum[nodes]), name_rank, ~np.abs(g.flat[nodes])))
 
 
 def _inline_marks(g: Graph, shown: list[int] | None, edge_cutoff: int) -> dict[int, str]:
@@ -693,27 +754,31 @@ def _inline_marks(g: Graph, shown: list[int] | None, edge_cutoff: int) -> dict[i
     through an inlined frame; edges lighter than the edge cutoff are trimmed first, as pprof does.
     """
     st = g.stacks
-    kept = np.ones(len(st.names), dtype=bool)
-    if shown is not None:
-        kept[:] = False
-        kept[shown] = True
-    off = st.frame_off
-    owner = np.repeat(np.arange(len(off) - 1), np.diff(off))
-    live = kept[st.frame_node] & (g.weights[owner] != 0)
-    idx = np.flatnonzero(live)
-    nodes = st.frame_node[idx].astype(_I64)
-    own = owner[idx]
-    # The parent of a frame is the previous kept frame of the same sample.
-    has_parent = np.zeros(len(idx), dtype=bool)
-    has_parent[1:] = own[1:] == own[:-1]
-    parent = np.empty(len(idx), dtype=_I64)
-    parent[1:] = nodes[:-1]
-    sel = np.flatnonzero(has_parent & (parent != nodes))
     # Only nodes entered through an inlined frame somewhere can get a mark.
-    inl_nodes = np.unique(nodes[sel][st.frame_inline[idx[sel]]])
-    if not len(inl_nodes):
+    candidates = np.unique(st.frame_node[st.frame_inline])
+    if shown is not None:
+        candidates = np.intersect1d(candidates, shown)
+    if not len(candidates):
         return {}
-    sel = sel[np.isin(nodes[sel], inl_nodes)]
+    is_candidate = np.zeros(len(st.names), dtype=bool)
+    is_candidate[candidates] = True
+    idx = np.flatnonzero(is_candidate[st.frame_node])
+    if shown is None:
+        # The graph over all nodes: a frame's caller is the frame before it.
+        prev = idx - 1
+    else:
+        # A graph rebuilt from the shown nodes: the caller is the previous shown frame.
+        kept = np.zeros(len(st.names), dtype=bool)
+        kept[shown] = True
+        positions = np.where(kept[st.frame_node], np.arange(len(st.frame_node)), -1)
+        last_kept = np.maximum.accumulate(positions)
+        prev = np.where(idx > 0, last_kept[np.maximum(idx - 1, 0)], -1)
+    own = st.frame_owner[idx]
+    nodes = st.frame_node[idx].astype(_I64)
+    has_parent = (prev >= 0) & (st.frame_owner[np.maximum(prev, 0)] == own)
+    parent = st.frame_node[np.maximum(prev, 0)].astype(_I64)
+    live = has_parent & (parent != nodes) & (g.stack_weights[own] != 0)
+    sel = np.flatnonzero(live)
     n_nodes = len(st.names)
     pair = parent[sel] * n_nodes + nodes[sel]
     # First occurrence of each (sample, edge): sort by sample then edge, stable by position.
@@ -724,7 +789,7 @@ def _inline_marks(g: Graph, shown: list[int] | None, edge_cutoff: int) -> dict[i
     chosen = sel[order[first]]
     edge = pair[order[first]]
     inline = st.frame_inline[idx[chosen]]
-    weight = g.weights[own[chosen]]
+    weight = g.stack_weights[own[chosen]]
     edges, inv = np.unique(edge, return_inverse=True)
     e_weight = np.zeros(len(edges), dtype=_I64)
     np.add.at(e_weight, inv, weight)
@@ -751,7 +816,8 @@ FLAME_NODE_FRACTION = 0.001  # the browser's default: hide nodes under 0.1% of t
 def flamegraph(g: Graph, node_fraction: float = FLAME_NODE_FRACTION) -> dict[str, Any]:
     """The call tree of one sample type as the flame graph JSON (see README "JSON API")."""
     st = g.stacks
-    tree = _tree(st.frame_node, st.frame_off, g.weights, g.total, len(st.names), node_fraction)
+    w = g.stack_weights
+    tree = _tree(st.frame_node, st.frame_off, w, g.total, len(st.names), node_fraction)
     parent, node, value, self_, depth, trimmed = tree
     order = _preorder(parent, node, value, depth, st.names)
     used, name_of = np.unique(node[1:], return_inverse=True)

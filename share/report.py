@@ -7,14 +7,17 @@ arithmetic and formatting are reproduced operation by operation so the digits ag
 
 from __future__ import annotations
 
+import functools
 import math
 import posixpath
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+import numpy as np
+
 MIN64 = -(1 << 63)
-_NS = 1.0  # factors are float64, as in Go
+MAX64 = (1 << 63) - 1
 
 # (canonical name, aliases, factor) per unit family; the first entry of a family is its
 # default unit ("B", "s", "GCU"), as measurement.unitTypes.
@@ -57,8 +60,10 @@ _FAMILIES: list[tuple[tuple[str, float], list[tuple[str, tuple[str, ...], float]
 ]
 
 
-def _sniff(units: list[tuple[str, tuple[str, ...], float]], unit: str) -> tuple[str, float] | None:
-    """The unit an alias names: lower-cased, one trailing 's' dropped when over 2 bytes."""
+@functools.lru_cache(maxsize=256)
+def _sniff(family: int, unit: str) -> tuple[str, float] | None:
+    """The unit of a family an alias names: lower-cased, one trailing 's' dropped (> 2 bytes)."""
+    units = _FAMILIES[family][1]
     unit = unit.lower()
     if len(unit.encode()) > 2 and unit.endswith("s"):
         unit = unit[:-1]
@@ -73,8 +78,8 @@ def scale(value: int, from_unit: str, to_unit: str) -> tuple[float, str]:
     if value < 0 and value != MIN64:  # Go: value < 0 && -value > 0
         v, u = scale(-value, from_unit, to_unit)
         return -v, u
-    for (default_name, default_factor), units in _FAMILIES:
-        found = _sniff(units, from_unit)
+    for family, ((default_name, default_factor), units) in enumerate(_FAMILIES):
+        found = _sniff(family, from_unit)
         if found is None:
             continue
         v = float(value) * found[1]
@@ -86,7 +91,7 @@ def scale(value: int, from_unit: str, to_unit: str) -> tuple[float, str]:
             if best_factor:
                 return v / best_factor, best_name
             return v / default_factor, default_name
-        target = _sniff(units, to_unit)
+        target = _sniff(family, to_unit)
         if target is None:
             return v / default_factor, default_name
         return v / target[1], target[0]
@@ -113,6 +118,39 @@ def scaled_label(value: int, from_unit: str, to_unit: str) -> str:
     if sv in ("0", "-0"):
         return "0"
     return sv + u
+
+
+@functools.lru_cache(maxsize=64)
+def _conversion(from_unit: str, to_unit: str) -> tuple[float, float, str]:
+    """(factor, divisor, unit name) that scale applies for a fixed pair (divisor 0: none)."""
+    for family, ((default_name, default_factor), _) in enumerate(_FAMILIES):
+        found = _sniff(family, from_unit)
+        if found is not None:
+            target = _sniff(family, to_unit)
+            divisor, name = (target[1], target[0]) if target else (default_factor, default_name)
+            return found[1], divisor, name
+    return 0.0, 0.0, "" if to_unit in ("count", "sample", "unit") else to_unit
+
+
+def formatter(from_unit: str, to_unit: str) -> Callable[[int], str]:
+    """scaled_label with the units fixed: the unit lookup is done once, not per value."""
+    if to_unit in ("minimum", "auto"):
+        return lambda v: scaled_label(v, from_unit, to_unit)
+    factor, divisor, name = _conversion(from_unit, to_unit)
+
+    def fmt(value: int) -> str:
+        negative = value < 0 and value != MIN64
+        v = float(-value if negative else value)
+        if divisor:
+            v = v * factor / divisor
+        sv = _fixed2(-v if negative else v)
+        if sv.endswith(".00"):
+            sv = sv[:-3]
+        if sv in ("0", "-0"):
+            return "0"
+        return sv + name
+
+    return fmt
 
 
 def label(value: int, unit: str) -> str:
@@ -152,19 +190,14 @@ def abs64(x: int) -> int:
     return -x if x < 0 and x != MIN64 else x
 
 
-def output_unit(sample_unit: str, total: int, values: Iterable[tuple[int, int]]) -> str:
-    """report.selectOutputUnit for unit "minimum": values are (flat, cum) of the shown rows."""
-    min_value = 0
-    any_node = False
-    for flat, cum in values:
-        any_node = True
-        node_min = abs64(flat)
-        if node_min == 0:
-            node_min = abs64(cum)
-        if node_min > 0 and (min_value == 0 or node_min < min_value):
-            min_value = node_min
-    if not any_node:
+def output_unit(sample_unit: str, total: int, flat: np.ndarray, cum: np.ndarray) -> str:
+    """report.selectOutputUnit for unit "minimum", over the shown rows' flat and cum."""
+    if not len(flat):
         return "minimum"
+    a = np.abs(flat)  # np.abs leaves the minimum int64 negative, as abs64 does
+    node_min = np.where(a == 0, np.abs(cum), a)
+    positive = node_min[node_min > 0]
+    min_value = int(positive.min()) if len(positive) else 0
     max_value = total
     if min_value == 0:
         min_value = max_value
@@ -199,7 +232,7 @@ class Header:
     duration_nanos: int
 
 
-def profile_labels(h: Header, total: int, fmt: callable) -> list[str]:  # type: ignore[valid-type]
+def profile_labels(h: Header, total: int, fmt: Callable[[int], str]) -> list[str]:
     """report.ProfileLabels: File, Build ID, comments, Type, Time, Duration lines."""
     out: list[str] = []
     if h.main_file:
@@ -230,7 +263,7 @@ def _go_time(nanos: int) -> str:
     return f"{month} {tm.tm_mday}, {tm.tm_year} at {hour}:{tm.tm_min:02d}{ampm} ({tm.tm_zone})"
 
 
-@dataclass
+@dataclass(slots=True)
 class Row:
     """One line of the top table."""
 
@@ -241,25 +274,67 @@ class Row:
     file: str = ""
 
 
+@dataclass
+class Rows:
+    """The top table by column; iterating gives Row objects."""
+
+    names: list[str]
+    inline: list[str]
+    files: list[str]
+    flat: np.ndarray  # int64
+    cum: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def __iter__(self) -> Iterator[Row]:
+        columns = (self.names, self.inline, self.flat.tolist(), self.cum.tolist(), self.files)
+        return (Row(*r) for r in zip(*columns, strict=True))
+
+
+def _labels(values: np.ndarray, from_unit: str, to_unit: str) -> list[str]:
+    """scaled_label of many values at once (the same float64 operations, in numpy)."""
+    if to_unit in ("minimum", "auto"):
+        return [scaled_label(v, from_unit, to_unit) for v in values.tolist()]
+    factor, divisor, name = _conversion(from_unit, to_unit)
+    v = values.astype(np.float64)
+    if divisor:
+        # Go scales |value| then negates; the products and quotients are the same either way.
+        v = v * factor / divisor
+    out = []
+    for text in [f"{x:.2f}" for x in v.tolist()]:
+        if text.endswith(".00"):
+            text = text[:-3]
+        out.append("0" if text in ("0", "-0") else text + name)
+    return out
+
+
+def _percentages(values: np.ndarray, total: int) -> list[str]:
+    """percentage of many values at once."""
+    if total == 0:
+        return ["    0%"] * len(values)
+    ratios = (np.abs(values.astype(np.float64) / float(total)) * 100).tolist()
+    return [
+        "  100%" if 99.95 <= r <= 100.05 else (f"{r:5.2f}%" if r >= 1.0 else f"{r:5.2g}%")
+        for r in ratios
+    ]
+
+
 def top_text(
     header: Header,
     total: int,
-    rows: list[Row],
+    rows: Rows,
     *,
     orig_count: int,
     dropped_nodes: int = 0,
     node_cutoff: int = 0,
 ) -> str:
     """The whole `go tool pprof -top` output (printText with reportLabels)."""
-    unit = output_unit(header.sample_unit, total, ((r.flat, r.cum) for r in rows))
-
-    def fmt(v: int) -> str:
-        return scaled_label(v, header.sample_unit, unit)
-
+    unit = output_unit(header.sample_unit, total, rows.flat, rows.cum)
+    fmt = formatter(header.sample_unit, unit)
     lines = profile_labels(header, total, fmt)
-    flat_sum = 0
-    for r in rows:
-        flat_sum = wrap64(flat_sum + r.flat)
+    running = np.cumsum(rows.flat, dtype=np.int64)  # wraps around as Go's int64 does
+    flat_sum = int(running[-1]) if len(running) else 0
     pct = percentage(flat_sum, total).strip()
     lines.append(f"Showing nodes accounting for {fmt(flat_sum)}, {pct} of {fmt(total)} total")
     if total != 0:
@@ -269,12 +344,18 @@ def top_text(
         if 0 < len(rows) < orig_count:
             lines.append(f"Showing top {len(rows)} nodes out of {orig_count}")
     lines.append(f"{'flat':>10} {'flat':>5}% {'sum':>5}% {'cum':>10} {'cum':>5}%")
-    running = 0
-    for r in rows:
-        running = wrap64(running + r.flat)
-        inl = " " + r.inline if r.inline else ""
-        lines.append(
-            f"{fmt(r.flat):>10} {percentage(r.flat, total)} {percentage(running, total)} "
-            f"{fmt(r.cum):>10} {percentage(r.cum, total)}  {r.name}{inl}"
-        )
-    return "\n".join(lines) + "\n"
+    columns = (
+        _labels(rows.flat, header.sample_unit, unit),
+        _percentages(rows.flat, total),
+        _percentages(running, total),
+        _labels(rows.cum, header.sample_unit, unit),
+        _percentages(rows.cum, total),
+        rows.names,
+        [" " + i if i else "" for i in rows.inline],
+    )
+    lines.extend(
+        f"{a:>10} {b} {c} {d:>10} {e}  {name}{mark}"
+        for a, b, c, d, e, name, mark in zip(*columns, strict=True)
+    )
+    lines.append("")
+    return "\n".join(lines)

@@ -167,7 +167,7 @@ def test_int64_sums_wrap_around_like_go() -> None:
 def test_profile_without_samples() -> None:
     t = build([])
     g = analysis.graph(t, t.sample_index(None))
-    assert analysis.top(g).rows == []
+    assert list(analysis.top(g).rows) == []
     fg = analysis.flamegraph(g)
     assert fg["no_samples"] is True and fg["total"] == 0
     assert tree(fg) == [(0, "", 0, 0)]
@@ -274,7 +274,7 @@ def test_unit_labels(value: int, unit: str, expected: str) -> None:
 
 def test_unknown_units_are_printed_after_the_value() -> None:
     assert report.scaled_label(7, "widgets", "widgets") == "7widgets"
-    assert report.output_unit("widgets", 10, [(7, 7)]) == "widgets"
+    assert report.output_unit("widgets", 10, np.array([7]), np.array([7])) == "widgets"
 
 
 def test_percentages_as_go_prints_them() -> None:

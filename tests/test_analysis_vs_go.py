@@ -134,7 +134,7 @@ def test_profile_without_sample_types(go_top) -> None:  # type: ignore[no-untype
     tables = analysis.tables(pprof.parse(data, max_profile_bytes=1 << 20))
     assert tables.sample_index(None) is None
     t = analysis.top(analysis.graph(tables, None))
-    assert (t.total, t.rows) == (0, [])
+    assert (t.total, list(t.rows)) == (0, [])
     with pytest.raises(analysis.SampleTypeError, match="no sample types"):
         tables.sample_index("cpu")
 

@@ -68,11 +68,28 @@ export function formatPct(value, total) {
   return String(Number(ratio.toPrecision(2))) + "%";
 }
 
-
 /** A time given as epoch seconds or an RFC 3339 string, as UTC "2024-05-01 12:00:00Z". */
 export function formatTime(t) {
   if (t == null || t === "") return null;
   const date = typeof t === "number" ? new Date(t * 1000) : new Date(t);
   if (Number.isNaN(date.getTime())) return String(t);
   return date.toISOString().replace("T", " ").replace(/\.\d+Z$/, "Z");
+}
+
+/** Time left until t (epoch seconds or RFC 3339), rounded: "in 29 days", "in 3 hours". */
+export function formatRemaining(t, nowMs = Date.now()) {
+  const at = typeof t === "number" ? t * 1000 : Date.parse(t);
+  if (Number.isNaN(at)) return null;
+  const secs = (at - nowMs) / 1000;
+  if (secs <= 0) return "expired";
+  if (secs < 60) return "in under a minute";
+  const plural = (n, unit) => `in ${n} ${unit}${n === 1 ? "" : "s"}`;
+  // Hours up to two days and days up to two years: "in 36 hours" says more than "in 2 days".
+  const minutes = Math.round(secs / 60);
+  if (minutes < 60) return plural(minutes, "minute");
+  const hours = Math.round(secs / 3600);
+  if (hours < 48) return plural(hours, "hour");
+  const days = Math.round(secs / 86400);
+  if (days < 730) return plural(days, "day");
+  return plural(Math.round(days / 365), "year");
 }

@@ -2,7 +2,7 @@
 // Everything from the profile (names, files, comments, mappings) is data: it reaches the page
 // through textContent, attribute values and canvas fillText only, never through innerHTML.
 import { FlameGraph } from "./viewer.flame.js";
-import { formatPct, formatTime, formatValue } from "./viewer.format.js";
+import { formatPct, formatRemaining, formatTime, formatValue } from "./viewer.format.js";
 
 const root = document.getElementById("viewer");
 const $ = (id) => document.getElementById(id);
@@ -126,15 +126,15 @@ function cachedJSON(url) {
   return cache.get(url);
 }
 
-/** The flame graph and top table of sample type si (-1: the profile's default). */
+/** Promises of the flame graph and of the top table of sample type si (-1: the default). */
 function load(si) {
   const query = (params) => (params.length ? "?" + params.join("&") : "");
   const base = si < 0 ? [] : ["si=" + encodeURIComponent(siParam(si))];
   const fgParams = state.full ? [...base, "nf=0"] : base;
-  return Promise.all([
+  return [
     cachedJSON(root.dataset.flamegraphUrl + query(fgParams)),
     cachedJSON(root.dataset.topUrl + query(base)),
-  ]);
+  ];
 }
 
 function setStatus(text, isError) {
@@ -143,8 +143,16 @@ function setStatus(text, isError) {
   dom.status.classList.toggle("vw-error", Boolean(isError));
 }
 
+let showing = 0; // the latest show(): an older one still waiting for its JSON gives way
+
+/** Shows sample type si: the flame graph as soon as its JSON is in, then the top table (its
+ * JSON lists every function and can be far larger, so the graph does not wait for it). */
 async function show(si, opts) {
-  const [fg, top] = await load(si);
+  const call = ++showing;
+  const [fgPromise, topPromise] = load(si);
+  topPromise.catch(() => {}); // reported below, once the flame graph is up
+  const fg = await fgPromise;
+  if (call !== showing) return;
   if (!state.types.length) {
     state.types = fg.sample_types || [];
     fillSelect(fg);
@@ -152,7 +160,6 @@ async function show(si, opts) {
   state.si = state.types.length ? fg.sample_index : -1;
   if (state.si >= 0) dom.select.value = String(state.si);
   state.fg = fg;
-  state.top = top;
   const type = fg.sample_type;
   const typeName = type ? `${type.type || "?"}` : "";
   dom.total.textContent = fg.no_samples
@@ -170,7 +177,6 @@ async function show(si, opts) {
       `hidden: ${formatValue(trimmed.value, fg.unit)}, ${formatPct(trimmed.value, fg.total)}.`
     : `Every frame shown (${fg.nodes.name.length - 1}).`;
   dom.detail.textContent = state.full ? "Hide small frames" : "Show every frame";
-  renderTop();
   if (!fg.no_samples) {
     const t0 = performance.now();
     graph.setData(fg);
@@ -178,12 +184,37 @@ async function show(si, opts) {
     applySearch(state.q, { keepUrl: true });
     graph.setZoom(z);
     root.dataset.paintMs = (performance.now() - t0).toFixed(1);
+    if (!root.dataset.flamePaintedAt) markFirstPaint();
   } else {
     state.zoomPath = [];
     saveUrl();
   }
+  if (!state.top || state.top.sample_index !== fg.sample_index) {
+    state.top = null;
+    renderTop();
+  }
+  // Let the flame graph reach the screen before the top table's rows are built and laid out.
+  await new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)));
+  const top = await topPromise;
+  if (call !== showing) return;
+  state.top = top;
+  renderTop();
   root.dataset.state = "ready";
   root.dataset.sampleType = typeName;
+}
+
+/** Marks the flame graph's first paint for bench/paint.py (times from navigation start). */
+function markFirstPaint() {
+  performance.mark("flame-drawn");
+  root.dataset.flamePaintedAt = "pending";
+  // The canvas was drawn synchronously; it is on screen once the next frame has been produced,
+  // which is when a task queued from that frame's animation callback runs.
+  requestAnimationFrame(() =>
+    setTimeout(() => {
+      const mark = performance.mark("flame-painted");
+      root.dataset.flamePaintedAt = mark.startTime.toFixed(1);
+    }, 0),
+  );
 }
 
 function fillSelect(fg) {
@@ -309,8 +340,9 @@ function renderTop() {
     frag.append(tr);
   }
   dom.topBody.replaceChildren(frag);
-  dom.topCount.textContent =
-    visible.length > MAX_ROWS
+  dom.topCount.textContent = !top
+    ? "loading…"
+    : visible.length > MAX_ROWS
       ? `first ${MAX_ROWS} of ${visible.length} functions`
       : `${visible.length} function${visible.length === 1 ? "" : "s"}`;
   for (const th of dom.topHead.querySelectorAll("th")) {
@@ -378,7 +410,7 @@ function renderMeta(rec) {
   if (rec.n_locations != null) add("Locations", `${rec.n_locations} (${rec.n_functions} functions)`);
   add("Size", rec.size_bytes != null ? formatValue(rec.size_bytes, "bytes") : null);
   add("Uploaded", formatTime(rec.created_at));
-  add("Expires", rec.expires_at ? formatTime(rec.expires_at) : "never");
+  add("Expires", rec.expires_at ? expiresText(rec.expires_at) : "never");
   add("Comments", m.comments);
   add(
     "Mappings",
@@ -404,9 +436,23 @@ function renderMeta(rec) {
     } else {
       dd.textContent = value;
     }
+    if (label === "Expires") dd.id = "meta-expires";
     frag.append(dt, dd);
   }
   dom.meta.replaceChildren(frag);
+  // The page may stay open for hours: keep the time left true.
+  if (rec.expires_at) {
+    const timer = setInterval(() => {
+      const dd = $("meta-expires");
+      if (!dd) return clearInterval(timer);
+      dd.textContent = expiresText(rec.expires_at);
+    }, 30_000);
+  }
+}
+
+/** "in 29 days (2024-06-01 12:00:00Z)": the time left first, as that is what a reader wants. */
+function expiresText(t) {
+  return `${formatRemaining(t)} (${formatTime(t)})`;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -506,7 +552,7 @@ async function start() {
   try {
     // The default view first: it names the sample types the URL's si refers to.
     state.full = want.full;
-    const [fg] = await load(-1);
+    const fg = await load(-1)[0];
     state.types = fg.sample_types || [];
     fillSelect(fg);
     const si = siFromParam(want.si, fg.sample_index);

@@ -128,6 +128,16 @@ def test_flame_graph_is_drawn_with_metadata_and_ways_out(page, live_server, cpu_
     assert page.is_hidden("#no-samples")
     meta = page.inner_text("#meta-list")
     assert "cpu/nanoseconds" in meta and "10ms" in meta
+    # The server's default expiry is 30 days: the time left comes first, then the date.
+    assert re.search(r"Expires\s+in 30 days \(\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ\)", meta), meta
+    # The marks bench/paint.py reads: drawn, then on screen, once, after navigation start.
+    drawn, painted = page.evaluate(
+        """() => ["flame-drawn", "flame-painted"].map(
+             (n) => performance.getEntriesByName(n).map((e) => e.startTime))"""
+    )
+    assert len(drawn) == 1 and len(painted) == 1 and 0 < drawn[0] <= painted[0]
+    at = float(page.get_attribute("#viewer", "data-flame-painted-at"))
+    assert at == pytest.approx(painted[0], abs=0.1)
     assert page.input_value("#pprof-cmd") == f"go tool pprof -http=: {cpu_small}/raw"
     assert page.get_attribute("#raw-link", "href").endswith("/raw")
     speedscope = page.get_attribute("#speedscope-link", "href")
@@ -167,6 +177,42 @@ def test_values_are_formatted_like_pprof(page, cpu_small):
         }"""
     )
     assert pcts == ["33.33%", "0.5%", "0%", "100%"]
+    now = 1_700_000_000
+    left = page.evaluate(
+        """async ([now, cases]) => {
+          const f = await import("/static/viewer.format.js");
+          return cases.map((t) => f.formatRemaining(t, now * 1000));
+        }""",
+        [
+            now,
+            [
+                now + 30 * 86400 - 5,
+                now + 29 * 86400 + 3600,
+                now + 3 * 3600 + 60,
+                now + 36 * 3600,
+                now + 3600 - 2,
+                now + 90,
+                now + 20,
+                now - 1,
+                now + 3 * 365 * 86400,
+                "2023-11-15T22:13:20Z",  # now + 1 day, as the record API writes it
+                "not a time",
+            ],
+        ],
+    )
+    assert left == [
+        "in 30 days",
+        "in 29 days",
+        "in 3 hours",
+        "in 36 hours",
+        "in 1 hour",
+        "in 2 minutes",
+        "in under a minute",
+        "expired",
+        "in 3 years",
+        "in 24 hours",
+        None,
+    ]
 
 
 def test_tooltip_names_the_frame_under_the_mouse(page, cpu_small):
@@ -274,8 +320,9 @@ def test_top_table_sorts_and_filters(page, cpu_small):
 
 
 def test_profile_without_samples_says_so(page, live_server):
-    url = upload(live_server, CORPUS / "go-runtime" / "cpu-empty.pb.gz")
+    url = upload(live_server, CORPUS / "go-runtime" / "cpu-empty.pb.gz", expires="never")
     open_profile(page, url)
+    assert re.search(r"Expires\s+never", page.inner_text("#meta-list"))
     assert page.is_visible("#no-samples")
     assert page.is_hidden("#flame") and page.is_hidden("#top")
     assert "No samples" in page.inner_text("#no-samples")

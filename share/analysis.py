@@ -64,6 +64,7 @@ class Tables:
     message: Any = field(repr=False)
     _labels: tuple[np.ndarray, ...] | None = field(default=None, repr=False)
     _stacks: Stacks | None = field(default=None, repr=False)
+    _graphs: dict[int | None, Graph] = field(default_factory=dict, repr=False)
 
     @property
     def n_samples(self) -> int:
@@ -229,10 +230,7 @@ def _build_tables(parsed: Any) -> Tables:
         line_func=_dense(func_ids, pc.last_value(line_fields, 1, n_lines)),
         line_no=pc.last_value(line_fields, 2, n_lines).view(_I64),
         line_off=line_off,
-        func_name=[
-            n if n and n != sy else demangled_name(n, sy)
-            for n, sy in zip(names, systems, strict=True)
-        ],
+        func_name=_demangled_names(names, systems),
         func_names=(names, systems, files),
         func_start=pc.last_value(ff, 5, n_func).view(_I64).tolist(),
         map_start=map_start,
@@ -304,6 +302,23 @@ def demangled_name(name: str, system_name: str) -> str:
     return system_name
 
 
+def _demangled_names(names: list[str], systems: list[str]) -> list[str]:
+    """demangled_name for every function; one regex scan finds the C++-looking names."""
+    out = [n if n and n != sy else sy for n, sy in zip(names, systems, strict=True)]
+    todo = [i for i, (n, sy) in enumerate(zip(names, systems, strict=True)) if not n or n == sy]
+    if not todo:
+        return out
+    text = "\n".join(systems[i] for i in todo)
+    hits = [m.start() for m in _CPP_HINT.finditer(text)]
+    if hits:
+        lengths = np.fromiter((len(systems[i]) + 1 for i in todo), dtype=_I64, count=len(todo))
+        starts = np.cumsum(lengths) - lengths
+        for k in np.unique(np.searchsorted(starts, hits, side="right") - 1).tolist():
+            i = todo[k]
+            out[i] = demangled_name(names[i], systems[i])
+    return out
+
+
 def _simplify(name: str) -> str:
     """profile.simplifyFunc: strip a leading '.' and the argument list."""
     name = name.removeprefix(".")
@@ -335,7 +350,12 @@ class Stacks:
     frame_node: np.ndarray  # int32 node id per frame
     frame_inline: np.ndarray  # bool: the frame is a call inlined into the frame before it
     frame_off: np.ndarray  # stack sample i's frames: frame_off[i]:frame_off[i + 1]
-    frame_owner: np.ndarray  # int32 stack sample of each frame
+    frame_owner: np.ndarray  # int32 stack of each frame
+    frame_repeat: np.ndarray  # bool: the frame's node appears more than once in its stack
+    first_owner: np.ndarray  # stack of each node's first frame per stack, grouped by node
+    first_starts: np.ndarray  # where each node's group starts in first_owner
+    first_nodes: np.ndarray  # the node of each group
+    stack_of: np.ndarray  # the stack of each profile sample
     names: list[str]  # printable name per node
     files: list[str]
     keys: list[str]  # fmt.Sprint(NodeInfo), pprof's last tie-break when sorting
@@ -382,16 +402,18 @@ def _build_stacks(t: Tables) -> Stacks:
         line_node[i] = node(map_file[t.loc_mapping[loc]], t.func_start[int(t.line_func[i])])
     map_node = np.array([node(f, 0) for f in map_file], dtype=_I64)
 
+    # Samples that share a stack (labelled profiles have many) are expanded once.
+    stack_of, stack_loc, stack_off = _unique_stacks(t.stack_loc, t.stack_off)
+
     # Pruning (drop_frames/keep_frames): cut lines off locations, then stacks.
     line_first = t.line_off[:-1].copy()  # first kept line of each location
-    stack_loc, stack_off = t.stack_loc, t.stack_off
     drop = _go_regexp("^(" + t.drop_frames + ")$") if t.drop_frames else None
     if drop is not None:
         keep = _go_regexp("^(" + t.keep_frames + ")$") if t.keep_frames else None
         if t.keep_frames and keep is None:
             drop = None  # Go gives up on RemoveUninteresting when a regexp fails
     if drop is not None:
-        stack_loc, stack_off, line_first = _prune(t, drop, keep, line_first)
+        stack_loc, stack_off, line_first = _prune(t, drop, keep, line_first, stack_loc, stack_off)
 
     # Frames of each location, caller first: its lines from the last to the first kept one.
     kept_count = t.line_off[1:] - line_first
@@ -436,11 +458,33 @@ def _build_stacks(t: Tables) -> Stacks:
         frames_before = np.concatenate(([0], ends))
         per_sample = frames_before[entry_off[1:]] - frames_before[entry_off[:-1]]
     frame_off = pc.offsets(per_sample)
+    frame_owner = np.repeat(np.arange(n, dtype=np.int32), per_sample)
+    # A radix sort by node id keeps each stack's frames in order: a node repeated in one stack
+    # (recursion) lands next to itself. Its first frame is the one that counts in cum.
+    key = frame_node.astype(np.uint16 if len(names) <= 1 << 16 else np.int32)
+    order = np.argsort(key, kind="stable")
+    owner_sorted = frame_owner[order]
+    node_sorted = key[order]
+    new_run = np.ones(len(order), dtype=bool)
+    new_run[1:] = (node_sorted[1:] != node_sorted[:-1]) | (owner_sorted[1:] != owner_sorted[:-1])
+    run_id = np.cumsum(new_run) - 1
+    run_len = np.bincount(run_id) if len(run_id) else np.zeros(0, dtype=_I64)
+    repeat = np.zeros(len(order), dtype=bool)
+    repeat[order] = run_len[run_id] > 1
+    first = order[new_run]  # first frames, grouped by node
+    first_nodes = node_sorted[new_run]
+    starts = np.flatnonzero(np.concatenate(([True], first_nodes[1:] != first_nodes[:-1])))
+    starts = starts[: len(first_nodes)]  # none when there are no frames
     return Stacks(
         frame_node=frame_node.astype(np.int32),
         frame_inline=frame_inline,
         frame_off=frame_off,
-        frame_owner=np.repeat(np.arange(n, dtype=np.int32), per_sample),
+        frame_owner=frame_owner,
+        frame_repeat=repeat,
+        first_owner=frame_owner[first],
+        first_starts=starts,
+        first_nodes=first_nodes[starts].astype(_I64),
+        stack_of=(n - 1 - stack_of).astype(_I64),
         names=names,
         files=files,
         keys=keys,
@@ -448,8 +492,49 @@ def _build_stacks(t: Tables) -> Stacks:
     )
 
 
+def _unique_stacks(loc: np.ndarray, off: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(stack of each sample, stacks' locations, offsets): equal stacks stored once.
+
+    A cheap signature tells first whether enough samples share stacks to be worth it; then a
+    polynomial hash groups them, and an element-wise comparison makes the grouping exact.
+    """
+    n = len(off) - 1
+    identity = (np.arange(n, dtype=_I64), loc, off)
+    if n < 64 or not len(loc):
+        return identity
+    lengths = np.diff(off)
+    has = lengths > 0
+    starts = np.minimum(off[:-1], len(loc) - 1)
+    key_loc = loc.astype(_U64)  # hashes wrap around in uint64
+    zero = np.uint64(0)
+    first = np.where(has, key_loc[starts], zero)
+    last = np.where(has, key_loc[np.maximum(off[1:] - 1, 0)], zero)
+    total = np.where(has, np.add.reduceat(key_loc, starts), zero)
+    mult = np.array([0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9], dtype=_U64)
+    sig = lengths.astype(_U64) + first * mult[0] + last * mult[1] + total * mult[2]
+    if len(np.unique(sig)) > 0.7 * n:
+        return identity
+    owner = np.repeat(np.arange(n, dtype=_I64), lengths)
+    pos = np.arange(len(loc), dtype=_I64) - off[:-1][owner]
+    powers = np.cumprod(np.full(int(lengths.max()), mult[0], dtype=_U64))
+    h = np.zeros(n, dtype=_U64)
+    h[has] = np.add.reduceat((key_loc + np.uint64(1)) * powers[pos], off[:-1][has])
+    key = h ^ (lengths.astype(_U64) * mult[1])
+    _, rep, group = np.unique(key, return_index=True, return_inverse=True)
+    group = group.reshape(-1)
+    rep_entry = off[:-1][rep[group[owner]]] + pos
+    if not (np.array_equal(lengths[rep[group]], lengths) and np.array_equal(loc[rep_entry], loc)):
+        return identity  # a hash collision: astronomically rare, and never wrong
+    return group.astype(_I64), loc[pc.ranges(off[:-1][rep], lengths[rep])], pc.offsets(lengths[rep])
+
+
 def _prune(
-    t: Tables, drop: re.Pattern[str], keep: re.Pattern[str] | None, line_first: np.ndarray
+    t: Tables,
+    drop: re.Pattern[str],
+    keep: re.Pattern[str] | None,
+    line_first: np.ndarray,
+    stack_loc: np.ndarray,
+    stack_off: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """profile.Prune: locations matching drop (not keep) cut their stacks there."""
     matches: dict[str, bool] = {}
@@ -480,11 +565,10 @@ def _prune(
                     line_first[j] = i + 1
                 break
     if not beneath.any():
-        return t.stack_loc, t.stack_off, line_first
+        return stack_loc, stack_off, line_first
 
-    # Per sample, scanning from the root: after the first user frame, the first prune-marked
+    # Per stack, scanning from the root: after the first user frame, the first prune-marked
     # location cuts the stack (keeping it, unless the whole location matched).
-    stack_loc, stack_off = t.stack_loc, t.stack_off
     n = len(stack_off) - 1
     per_sample = np.diff(stack_off)
     owner = np.repeat(np.arange(n, dtype=_I64), per_sample)
@@ -516,7 +600,8 @@ class Graph:
     index: int | None
     sample_type: tuple[str, str]
     weights: np.ndarray  # int64 per sample, after Merge's summing of identical samples
-    stack_weights: np.ndarray  # the same in the Stacks' (reversed) sample order
+    stack_weights: np.ndarray  # summed per stack of Stacks
+    stack_live: np.ndarray  # per stack: some sample has a non-zero value
     total: int  # report.computeTotal
     flat: np.ndarray  # int64 per node
     cum: np.ndarray
@@ -529,32 +614,31 @@ class Graph:
 
 def graph(t: Tables, index: int | None) -> Graph:
     """Aggregate a profile for sample type index (None: no types, hence no samples)."""
+    cached = t._graphs.get(index)
+    if cached is None:
+        cached = t._graphs[index] = _build_graph(t, index)
+    return cached
+
+
+def _build_graph(t: Tables, index: int | None) -> Graph:
     st = stacks(t)
     if index is None:
         w = np.zeros(t.n_samples, dtype=_I64)
     else:
         w = _merged_weights(t, t.values[:, index])
     n_nodes = len(st.names)
-    ws = np.ascontiguousarray(w[::-1])  # in the Stacks' sample order
+    n_stacks = len(st.frame_off) - 1
+    ws = np.zeros(n_stacks, dtype=_I64)  # weight per stack: its samples' sum (wraps, as Go)
+    np.add.at(ws, st.stack_of, w)
+    live = np.zeros(n_stacks, dtype=bool)  # stacks with a sample pprof does not skip (w != 0)
+    live[st.stack_of[w != 0]] = True
     flat = np.zeros(n_nodes, dtype=_I64)
     cum = np.zeros(n_nodes, dtype=_I64)
     off = st.frame_off
     nonempty = np.flatnonzero(off[1:] > off[:-1])
     np.add.at(flat, st.frame_node[off[1:][nonempty] - 1], ws[nonempty])
-    if len(st.frame_node):
-        # A radix sort by node id keeps each sample's frames in order: a node repeated in one
-        # stack (recursion) lands next to itself and counts once.
-        key = st.frame_node.astype(np.uint16 if n_nodes <= 1 << 16 else np.int32)
-        order = np.argsort(key, kind="stable")
-        owner = st.frame_owner[order]
-        nodes = key[order]
-        first = np.ones(len(order), dtype=bool)
-        first[1:] = (nodes[1:] != nodes[:-1]) | (owner[1:] != owner[:-1])
-        at = np.flatnonzero(first)
-        contrib = ws[owner[at]]
-        nodes = nodes[at]
-        starts = np.flatnonzero(np.concatenate(([True], nodes[1:] != nodes[:-1])))
-        cum[nodes[starts]] = np.add.reduceat(contrib, starts)  # int64: wraps as Go does
+    if len(st.first_owner):
+        cum[st.first_nodes] = np.add.reduceat(ws[st.first_owner], st.first_starts)
     return Graph(
         tables=t,
         stacks=st,
@@ -562,6 +646,7 @@ def graph(t: Tables, index: int | None) -> Graph:
         sample_type=t.sample_types[index] if index is not None else ("", ""),
         weights=w,
         stack_weights=ws,
+        stack_live=live,
         total=_total(t, w),
         flat=flat,
         cum=cum,
@@ -777,35 +862,44 @@ def _inline_marks(g: Graph, shown: list[int] | None, edge_cutoff: int) -> dict[i
     nodes = st.frame_node[idx].astype(_I64)
     has_parent = (prev >= 0) & (st.frame_owner[np.maximum(prev, 0)] == own)
     parent = st.frame_node[np.maximum(prev, 0)].astype(_I64)
-    live = has_parent & (parent != nodes) & (g.stack_weights[own] != 0)
-    sel = np.flatnonzero(live)
+    sel = np.flatnonzero(has_parent & (parent != nodes) & g.stack_live[own])
     n_nodes = len(st.names)
-    pair = parent[sel] * n_nodes + nodes[sel]
-    # First occurrence of each (sample, edge): sort by sample then edge, stable by position.
-    order = np.lexsort((pair, own[sel]))
-    ps, os_ = pair[order], own[sel][order]
-    first = np.ones(len(order), dtype=bool)
-    first[1:] = (ps[1:] != ps[:-1]) | (os_[1:] != os_[:-1])
-    chosen = sel[order[first]]
-    edge = pair[order[first]]
-    inline = st.frame_inline[idx[chosen]]
-    weight = g.stack_weights[own[chosen]]
-    edges, inv = np.unique(edge, return_inverse=True)
-    e_weight = np.zeros(len(edges), dtype=_I64)
-    np.add.at(e_weight, inv, weight)
-    e_inline = np.ones(len(edges), dtype=bool)
-    np.logical_and.at(e_inline, inv, inline)
-    marks: dict[int, str] = {}
-    has_in: dict[int, list[bool]] = {}
-    for e, wgt, inl in zip(edges.tolist(), e_weight.tolist(), e_inline.tolist(), strict=True):
-        if abs64(wgt) < edge_cutoff:
-            continue
-        flags = has_in.setdefault(e % n_nodes, [False, False])
-        flags[0 if inl else 1] = True
-    for n, (inline_in, plain_in) in has_in.items():
-        if inline_in:
-            marks[n] = "(partial-inline)" if plain_in else "(inline)"
-    return marks
+    # Each edge counts once per stack, at its first frame. A frame whose node occurs once in
+    # its stack is surely its edge's first; the repeated ones (recursion) are sorted out.
+    repeated = st.frame_repeat[idx[sel]]
+    if repeated.any():
+        r = sel[repeated]
+        pair = parent[r] * n_nodes + nodes[r]
+        order = np.lexsort((pair, own[r]))  # by stack, then edge; stable: frame order
+        ps, os_ = pair[order], own[r][order]
+        first = np.ones(len(order), dtype=bool)
+        first[1:] = (ps[1:] != ps[:-1]) | (os_[1:] != os_[:-1])
+        sel = np.concatenate((sel[~repeated], r[order[first]]))
+    # Group the first frames by edge (two stable radix passes when node ids fit 16 bits).
+    p_sel, n_sel = parent[sel], nodes[sel]
+    if n_nodes <= 1 << 16:
+        by_node = np.argsort(n_sel.astype(np.uint16), kind="stable")
+        order = by_node[np.argsort(p_sel[by_node].astype(np.uint16), kind="stable")]
+    else:
+        order = np.lexsort((n_sel, p_sel))
+    ps, ns = p_sel[order], n_sel[order]
+    if not len(ps):
+        return {}
+    new_edge = np.ones(len(ps), dtype=bool)
+    new_edge[1:] = (ps[1:] != ps[:-1]) | (ns[1:] != ns[:-1])
+    starts = np.flatnonzero(new_edge)
+    weight = np.add.reduceat(g.stack_weights[own[sel]][order], starts)
+    inline = np.logical_and.reduceat(st.frame_inline[idx[sel]][order], starts)
+    kept = np.abs(weight) >= edge_cutoff  # np.abs leaves MIN negative: trimmed, as in Go
+    dest = ns[starts]
+    inline_in = np.zeros(n_nodes, dtype=bool)
+    plain_in = np.zeros(n_nodes, dtype=bool)
+    inline_in[dest[kept & inline]] = True
+    plain_in[dest[kept & ~inline]] = True
+    return {
+        n: "(partial-inline)" if plain_in[n] else "(inline)"
+        for n in np.flatnonzero(inline_in).tolist()
+    }
 
 
 # --- flame graph -----------------------------------------------------------------------------

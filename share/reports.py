@@ -11,6 +11,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 from flask import Blueprint, Response, current_app, request
 
 from . import analysis, report
@@ -85,40 +86,37 @@ def top_json(parsed: ParsedProfile, index: int | None, node_count: int) -> bytes
     """The top table view, encoded: every row unless node_count limits them."""
     g = _graph(parsed, index)
     t = analysis.top(g, node_count=node_count)
-    total = t.total
-    running = 0
-    rows = []
-    for r in t.rows:
-        running = report.wrap64(running + r.flat)
-        rows.append(
-            {
-                "name": r.name,
-                "file": r.file,
-                "inline": r.inline.strip("()"),
-                "flat": r.flat,
-                "flat_pct": _pct(r.flat, total),
-                "sum_pct": _pct(running, total),
-                "cum": r.cum,
-                "cum_pct": _pct(r.cum, total),
-            }
-        )
+    rows = t.rows
+    columns = (
+        rows.names,
+        rows.files,
+        [i.strip("()") for i in rows.inline],
+        rows.flat.tolist(),
+        _pcts(rows.flat, t.total),
+        _pcts(np.cumsum(rows.flat, dtype=np.int64), t.total),  # wraps as pprof's sum does
+        rows.cum.tolist(),
+        _pcts(rows.cum, t.total),
+    )
+    keys = ("name", "file", "inline", "flat", "flat_pct", "sum_pct", "cum", "cum_pct")
     doc = {
         "sample_type": {"type": g.sample_type[0], "unit": g.sample_type[1]},
         "sample_index": g.index,
         "sample_types": [{"type": a, "unit": b} for a, b in g.tables.sample_types],
         "default_sample_index": g.tables.sample_index(None),
-        "total": total,
+        "total": t.total,
         "unit": g.sample_type[1],
         "nodes": t.orig_count,
-        "rows": rows,
+        "rows": [dict(zip(keys, r, strict=True)) for r in zip(*columns, strict=True)],
         "no_samples": not bool(g.weights.any()),
     }
     return json.dumps(doc, separators=(",", ":")).encode()
 
 
-def _pct(value: int, total: int) -> float:
-    """|value / total| in percent, as pprof prints it (0 when the total is 0)."""
-    return abs(value / total) * 100 if total else 0.0
+def _pcts(values: np.ndarray, total: int) -> list[float]:
+    """|value / total| in percent, as pprof computes it (0 when the total is 0)."""
+    if not total:
+        return [0.0] * len(values)
+    return (np.abs(values.astype(np.float64) / float(total)) * 100).tolist()
 
 
 def top_text(parsed: ParsedProfile, index: int | None, node_count: int) -> bytes:

@@ -291,3 +291,22 @@ def test_stacks_expand_root_first() -> None:
     assert [st.names[n] for n in st.frame_node.tolist()] == ["main", "g", "f"]
     assert st.frame_inline.tolist() == [False, False, True]
     assert np.array_equal(st.frame_off, [0, 3])
+
+
+@pytest.mark.parametrize(
+    ("name", "system", "shown"),
+    [  # what go tool pprof 1.19 prints for each (checked by hand)
+        ("std::vector<int>::push_back(int const&)", None, "std::vector::push_back"),
+        ("ns::f(std::map<int, std::vector<int> >)", None, "ns::f"),
+        ("", "RawSym", "RawSym"),
+        ("main.Map[...].Get", None, "main.Map[...].Get"),
+        ("foo.(*Bar[...]).Baz", None, "foo.(*Bar[...]).Baz"),
+        ("java.util.HashMap.<init>", None, "java.util.HashMap.<init>"),
+        ("Shown", "Mangled::x<y>", "Shown"),
+        ("a::b<c>>", None, "a::b>"),
+    ],
+)
+def test_demangling_heuristic(name: str, system: str | None, shown: str) -> None:
+    system = name if system is None else system
+    assert analysis.demangled_name(name, system) == shown
+    assert analysis._demangled_names(["x", name], ["x", system]) == ["x", shown]

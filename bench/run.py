@@ -1,0 +1,133 @@
+"""Analysis speed against its floor and against `go tool pprof`, on three large profiles.
+
+    .venv/bin/python bench/run.py [--runs 5]      (make bench)
+
+For go-runtime/cpu-xl.pb.gz, google-pprof-testdata/large.cpu and a heavy labelled CPU profile
+(generated into bench/out/ by bench/gen/labelled.py), it prints medians over --runs of:
+
+  (a) floor    gunzip + SHA-256 + protobuf decode (upb), nothing else
+  (b) analysis share.pprof.parse (validation included) + flame graph JSON + top JSON, cold
+  (c) warm     the cached flame graph JSON fetched through the app (Flask test client)
+  (d) top      `pprof-share top FILE`, the whole process
+  (e) go       `go tool pprof -top -nodefraction=0 FILE`, the whole process
+
+and the ratios (b)/(a) (goal: within 3x) and (d)/(e) (goal: under 1 on every profile over 1 MB,
+at most 0.1 on the labelled one). All timings of one profile are taken in the same run, round
+robin, so load from other processes hits them alike.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import gzip
+import hashlib
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from share import analysis, create_app, pprof, reports  # noqa: E402
+from share._proto import profile_pb2  # noqa: E402
+
+CORPUS = ROOT / "tests" / "corpus"
+OUT = ROOT / "bench" / "out"
+LABELLED = OUT / "labelled-cpu.pb.gz"
+PROFILES = [
+    CORPUS / "go-runtime/cpu-xl.pb.gz",
+    CORPUS / "google-pprof-testdata/large.cpu",
+    LABELLED,
+]
+BIN = Path(sys.executable).parent
+
+
+def floor(data: bytes) -> None:
+    raw = gzip.decompress(data)
+    hashlib.sha256(raw).digest()
+    profile_pb2.Profile.FromString(raw)
+
+
+def analyse(data: bytes) -> None:
+    parsed = pprof.parse(data, max_profile_bytes=1 << 30)
+    index = analysis.tables(parsed).sample_index(None)
+    reports.flamegraph_json(parsed, index, analysis.FLAME_NODE_FRACTION)
+    reports.top_json(parsed, index, 0)
+
+
+def timed(fn: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def process(cmd: list[str], env: dict[str, str]) -> Callable[[], object]:
+    def run() -> None:
+        subprocess.run(
+            cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
+        )
+
+    return run
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=int, default=5, help="runs per measurement (median)")
+    args = parser.parse_args()
+    if not LABELLED.exists():
+        subprocess.run(
+            [sys.executable, str(ROOT / "bench/gen/labelled.py"), str(LABELLED)], check=True
+        )
+    go = shutil.which("go")
+    work = Path(tempfile.mkdtemp(prefix="pprof-share-bench-"))
+    env = {**os.environ, "HOME": str(work), "GOCACHE": str(work / "gocache")}
+    app = create_app({"BLOBS": f"file:{work}/blobs", "META": f"sqlite:{work}/meta.sqlite3"})
+    if "reports" not in app.blueprints:
+        app.register_blueprint(reports.bp)
+    client = app.test_client()
+
+    python = sys.version.split()[0]
+    print(f"medians of {args.runs} runs, seconds; python {python}, {os.cpu_count()} cpus")
+    header = f"{'profile':28} {'MB':>5} {'(a)floor':>9} {'(b)anal':>9} {'(c)warm':>9} "
+    header += f"{'(d)top':>9} {'(e)go':>9} {'b/a':>6} {'d/e':>6}"
+    print(header)
+    for path in PROFILES:
+        data = path.read_bytes()
+        reply = client.post("/", data=data, headers={"Accept": "application/json"})
+        pid = reply.get_json()["id"]
+        url = f"/api/v1/profiles/{pid}/flamegraph"
+        assert client.get(url).status_code == 200  # computes and caches the view
+        jobs: dict[str, Callable[[], object]] = {
+            "a": functools.partial(floor, data),
+            "b": functools.partial(analyse, data),
+            "c": functools.partial(client.get, url),
+            "d": process([str(BIN / "pprof-share"), "top", str(path)], env),
+        }
+        if go:
+            jobs["e"] = process([go, "tool", "pprof", "-top", "-nodefraction=0", str(path)], env)
+        times: dict[str, list[float]] = {k: [] for k in jobs}
+        for _ in range(args.runs):
+            for key, job in jobs.items():
+                times[key].append(timed(job))
+        med = {k: statistics.median(v) for k, v in times.items()}
+        e = med.get("e")
+        print(
+            f"{path.name:28} {len(data) / 1e6:5.1f} {med['a']:9.3f} {med['b']:9.3f} "
+            f"{med['c']:9.4f} {med['d']:9.3f} {e if e is not None else float('nan'):9.3f} "
+            f"{med['b'] / med['a']:6.2f} {(med['d'] / e) if e else float('nan'):6.2f}"
+        )
+    if not go:
+        print("(e) skipped: go is not installed")
+    shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

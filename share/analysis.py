@@ -495,8 +495,9 @@ def _build_stacks(t: Tables) -> Stacks:
 def _unique_stacks(loc: np.ndarray, off: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(stack of each sample, stacks' locations, offsets): equal stacks stored once.
 
-    A cheap signature tells first whether enough samples share stacks to be worth it; then a
-    polynomial hash groups them, and an element-wise comparison makes the grouping exact.
+    A signature of each stack's length and end frames tells cheaply whether samples share
+    stacks; if so a polynomial hash groups them, and an element-wise comparison makes the
+    grouping exact (on a collision the stacks are simply kept apart).
     """
     n = len(off) - 1
     identity = (np.arange(n, dtype=_I64), loc, off)
@@ -504,27 +505,29 @@ def _unique_stacks(loc: np.ndarray, off: np.ndarray) -> tuple[np.ndarray, np.nda
         return identity
     lengths = np.diff(off)
     has = lengths > 0
-    starts = np.minimum(off[:-1], len(loc) - 1)
+    mult = np.array([0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F], dtype=_U64)
     key_loc = loc.astype(_U64)  # hashes wrap around in uint64
-    zero = np.uint64(0)
-    first = np.where(has, key_loc[starts], zero)
-    last = np.where(has, key_loc[np.maximum(off[1:] - 1, 0)], zero)
-    total = np.where(has, np.add.reduceat(key_loc, starts), zero)
-    mult = np.array([0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9], dtype=_U64)
-    sig = lengths.astype(_U64) + first * mult[0] + last * mult[1] + total * mult[2]
+    first = np.where(has, key_loc[np.minimum(off[:-1], len(loc) - 1)], np.uint64(0))
+    last = np.where(has, key_loc[np.maximum(off[1:] - 1, 0)], np.uint64(0))
+    sig = lengths.astype(_U64) + first * mult[0] + last * mult[1]
     if len(np.unique(sig)) > 0.7 * n:
         return identity
     owner = np.repeat(np.arange(n, dtype=_I64), lengths)
     pos = np.arange(len(loc), dtype=_I64) - off[:-1][owner]
     powers = np.cumprod(np.full(int(lengths.max()), mult[0], dtype=_U64))
+    key_loc += np.uint64(1)
+    key_loc *= powers[pos]
     h = np.zeros(n, dtype=_U64)
-    h[has] = np.add.reduceat((key_loc + np.uint64(1)) * powers[pos], off[:-1][has])
-    key = h ^ (lengths.astype(_U64) * mult[1])
-    _, rep, group = np.unique(key, return_index=True, return_inverse=True)
+    h[has] = np.add.reduceat(key_loc, off[:-1][has])
+    h ^= lengths.astype(_U64) * mult[1]
+    _, rep, group = np.unique(h, return_index=True, return_inverse=True)
+    if len(rep) > 0.7 * n:
+        return identity
     group = group.reshape(-1)
-    rep_entry = off[:-1][rep[group[owner]]] + pos
-    if not (np.array_equal(lengths[rep[group]], lengths) and np.array_equal(loc[rep_entry], loc)):
-        return identity  # a hash collision: astronomically rare, and never wrong
+    rep_of = rep[group]
+    rep_entry = off[:-1][rep_of[owner]] + pos
+    if not (np.array_equal(lengths[rep_of], lengths) and np.array_equal(loc[rep_entry], loc)):
+        return identity
     return group.astype(_I64), loc[pc.ranges(off[:-1][rep], lengths[rep])], pc.offsets(lengths[rep])
 
 

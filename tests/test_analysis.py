@@ -310,3 +310,16 @@ def test_demangling_heuristic(name: str, system: str | None, shown: str) -> None
     system = name if system is None else system
     assert analysis.demangled_name(name, system) == shown
     assert analysis._demangled_names(["x", name], ["x", system]) == ["x", shown]
+
+
+def test_equal_stacks_are_stored_once_and_map_back_exactly() -> None:
+    rng = np.random.default_rng(1)
+    shapes = [[3, 2, 1], [3, 2, 1, 0], [7], [], [2, 3, 1], [1, 2, 3]]
+    picks = rng.integers(0, len(shapes), 300).tolist()
+    loc = np.array([x for i in picks for x in shapes[i]], dtype=np.int64)
+    off = np.concatenate(([0], np.cumsum([len(shapes[i]) for i in picks])))
+    stack_of, u_loc, u_off = analysis._unique_stacks(loc, off)
+    assert len(u_off) - 1 == len(set(picks))  # one stack per distinct shape
+    for sample, shape in enumerate(picks):
+        u = stack_of[sample]
+        assert u_loc[u_off[u] : u_off[u + 1]].tolist() == shapes[shape]

@@ -9,6 +9,8 @@ background while the tests compare; its outputs live in a session temp dir.
 from __future__ import annotations
 
 import csv
+import gzip
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -23,6 +25,7 @@ from conftest import CORPUS, unavailable
 
 pytestmark = pytest.mark.go
 
+BENCH_GEN = Path(__file__).parent.parent / "bench" / "gen" / "labelled.py"
 with open(CORPUS / "MANIFEST.tsv", newline="") as _f:
     ROWS = list(csv.DictReader(_f, delimiter="\t"))
 VALID = [r for r in ROWS if r["valid"] == "yes"]
@@ -124,6 +127,39 @@ def test_trimmed_top_matches_go(go_top, path: str, count: int, fraction: float) 
     code, expected = go_top(_command(path, None, count, fraction))
     assert code == 0, expected
     assert _ours(path, None, count, fraction) == expected
+
+
+def test_generated_labelled_profile_matches_go(tmp_path, go_top) -> None:  # type: ignore[no-untyped-def]
+    """Many samples per stack (labels), inlining and recursion: the shape bench/ measures."""
+    spec = importlib.util.spec_from_file_location("labelled", BENCH_GEN)
+    assert spec is not None and spec.loader is not None
+    labelled = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(labelled)
+    path = tmp_path / "labelled.pb.gz"
+    path.write_bytes(gzip.compress(labelled.generate(4000, seed=3).SerializeToString()))
+    env = {**os.environ, "HOME": str(tmp_path), "GOCACHE": str(tmp_path / "cache")}
+    for sample in ("samples", "cpu"):
+        go = subprocess.run(
+            [
+                "go",
+                "tool",
+                "pprof",
+                "-top",
+                "-nodefraction=0",
+                f"-sample_index={sample}",
+                str(path),
+            ],
+            capture_output=True,
+            env=env,
+            timeout=300,
+        )
+        assert go.returncode == 0, go.stderr
+        parsed = pprof.parse(path.read_bytes(), max_profile_bytes=1 << 30)
+        tables = analysis.tables(parsed)
+        assert analysis.stacks(tables).stack_of.max() < 2000  # samples did share stacks
+        t = analysis.top(analysis.graph(tables, tables.sample_index(sample)))
+        ours = report.top_text(t.header, t.total, t.rows, orig_count=t.orig_count)
+        assert ours == go.stdout.decode()
 
 
 def test_profile_without_sample_types(go_top) -> None:  # type: ignore[no-untyped-def]

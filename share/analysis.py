@@ -65,6 +65,7 @@ class Tables:
     _labels: tuple[np.ndarray, ...] | None = field(default=None, repr=False)
     _stacks: Stacks | None = field(default=None, repr=False)
     _graphs: dict[int | None, Graph] = field(default_factory=dict, repr=False)
+    _merge_groups: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def n_samples(self) -> int:
@@ -492,7 +493,9 @@ def _build_stacks(t: Tables) -> Stacks:
     )
 
 
-def _unique_stacks(loc: np.ndarray, off: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _unique_stacks(
+    loc: np.ndarray, off: np.ndarray, *, always: bool = False
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(stack of each sample, stacks' locations, offsets): equal stacks stored once.
 
     A signature of each stack's length and end frames tells cheaply whether samples share
@@ -501,8 +504,10 @@ def _unique_stacks(loc: np.ndarray, off: np.ndarray) -> tuple[np.ndarray, np.nda
     """
     n = len(off) - 1
     identity = (np.arange(n, dtype=_I64), loc, off)
-    if n < 64 or not len(loc):
+    if not always and (n < 64 or not len(loc)):
         return identity
+    if not len(loc):  # every stack is empty: one group
+        return np.zeros(n, dtype=_I64), loc, np.zeros(2 if n else 1, dtype=_I64)
     lengths = np.diff(off)
     has = lengths > 0
     mult = np.array([0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F], dtype=_U64)
@@ -510,7 +515,7 @@ def _unique_stacks(loc: np.ndarray, off: np.ndarray) -> tuple[np.ndarray, np.nda
     first = np.where(has, key_loc[np.minimum(off[:-1], len(loc) - 1)], np.uint64(0))
     last = np.where(has, key_loc[np.maximum(off[1:] - 1, 0)], np.uint64(0))
     sig = lengths.astype(_U64) + first * mult[0] + last * mult[1]
-    if len(np.unique(sig)) > 0.7 * n:
+    if not always and len(np.unique(sig)) > 0.7 * n:
         return identity
     owner = np.repeat(np.arange(n, dtype=_I64), lengths)
     pos = np.arange(len(loc), dtype=_I64) - off[:-1][owner]
@@ -521,7 +526,7 @@ def _unique_stacks(loc: np.ndarray, off: np.ndarray) -> tuple[np.ndarray, np.nda
     h[has] = np.add.reduceat(key_loc, off[:-1][has])
     h ^= lengths.astype(_U64) * mult[1]
     _, rep, group = np.unique(h, return_index=True, return_inverse=True)
-    if len(rep) > 0.7 * n:
+    if not always and len(rep) > 0.7 * n:
         return identity
     group = group.reshape(-1)
     rep_of = rep[group]
@@ -673,7 +678,52 @@ def _merged_weights(t: Tables, w: np.ndarray) -> np.ndarray:
 
 
 def _exact_merge(t: Tables, w: np.ndarray) -> np.ndarray:
-    """profile.Merge's sample keys, built in Python (only for diff-like profiles)."""
+    """Merge's sums where they matter: samples with equal stacks and signs that mix (or sums
+    that may wrap) are keyed by their labels too, in Python; the rest stay as they are."""
+    group = _merge_groups(t)
+    nonzero = (t.values != 0).any(axis=1)  # Merge drops all-zero samples first
+    n_groups = int(group.max()) + 1
+    members = group[nonzero]
+    size = np.bincount(members, minlength=n_groups)
+    pos = np.zeros(n_groups, dtype=bool)
+    neg = np.zeros(n_groups, dtype=bool)
+    pos[group[nonzero & (w > 0)]] = True
+    neg[group[nonzero & (w < 0)]] = True
+    magnitude = np.zeros(n_groups)
+    np.add.at(magnitude, members, np.abs(w[nonzero].astype(np.float64)))
+    risky = (size > 1) & ((pos & neg) | (magnitude >= 2.0**62))
+    todo = np.flatnonzero(nonzero & risky[group])
+    if not len(todo):
+        return w
+    out = w.copy()
+    out[todo] = 0
+    sample, key, sval, num, unit = t.labels()  # rows are in sample order
+    lo = np.searchsorted(sample, todo).tolist()
+    hi = np.searchsorted(sample, todo, side="right").tolist()
+    strings = t.strings
+    reps: dict[tuple[Any, ...], int] = {}
+    for s, a, b in zip(todo.tolist(), lo, hi, strict=True):
+        items: list[tuple[str, Any]] = []
+        for k, sv, nv, u in zip(
+            key[a:b].tolist(),
+            sval[a:b].tolist(),
+            num[a:b].tolist(),
+            unit[a:b].tolist(),
+            strict=True,
+        ):
+            if sv != 0:
+                items.append((strings[k], strings[sv]))
+            elif nv != 0 or u != 0:
+                items.append((strings[k], (nv, u)))
+        rep = reps.setdefault((int(group[s]), _label_key(items, strings)), s)
+        out[rep] = wrap64(int(out[rep]) + int(w[s]))
+    return out
+
+
+def _merge_groups(t: Tables) -> np.ndarray:
+    """Samples grouped by stack as Merge compares them: by location key, not location id."""
+    if t._merge_groups is not None:
+        return t._merge_groups
     func_canon: dict[tuple[Any, ...], int] = {}
     raw = zip(t.func_start, *t.func_names, strict=True)
     fcanon = [func_canon.setdefault(key, len(func_canon)) for key in raw]
@@ -694,28 +744,9 @@ def _exact_merge(t: Tables, w: np.ndarray) -> np.ndarray:
             (fcanon[line_func[i]], line_no[i]) for i in range(line_off[j], line_off[j + 1])
         )
         loc_canon.append(loc_key.setdefault((addr, mid, bool(t.loc_folded[j]), lines), j))
-    labels: dict[int, list[tuple[str, str | tuple[int, int]]]] = {}
-    sample, key, sval, num, unit = t.labels()
-    strings = t.strings
-    for s, k, sv, nv, u in zip(
-        sample.tolist(), key.tolist(), sval.tolist(), num.tolist(), unit.tolist(), strict=True
-    ):
-        if sv != 0:
-            labels.setdefault(s, []).append((strings[k], strings[sv]))
-        elif nv != 0 or u != 0:
-            labels.setdefault(s, []).append((strings[k], (nv, u)))
-    stack_loc = t.stack_loc.tolist()
-    off = t.stack_off.tolist()
-    nonzero = (t.values != 0).any(axis=1) if t.values.size else np.zeros(len(w), bool)
-    wl = w.tolist()
-    out = [0] * len(wl)
-    groups: dict[tuple[Any, ...], int] = {}
-    for s in np.flatnonzero(nonzero).tolist():
-        stack = tuple(loc_canon[x] for x in stack_loc[off[s] : off[s + 1]])
-        key_ = (stack, _label_key(labels.get(s, []), strings))
-        rep = groups.setdefault(key_, s)
-        out[rep] = wrap64(out[rep] + wl[s])
-    return np.array(out, dtype=_I64)
+    entries = np.array(loc_canon, dtype=_I64)[t.stack_loc]
+    t._merge_groups = _unique_stacks(entries, t.stack_off, always=True)[0]
+    return t._merge_groups
 
 
 def _label_key(items: list[tuple[str, Any]], strings: list[str]) -> tuple[Any, ...]:

@@ -150,6 +150,14 @@ def test_identical_samples_of_both_signs_cancel_in_the_total() -> None:
     assert top_rows(t) == {"b": (10, 10, "")}  # a: flat = cum = 0, so pprof drops it
 
 
+def test_samples_with_other_labels_do_not_merge() -> None:
+    t = build(
+        [(["a"], [1, 5]), (["a"], [-1, -5]), (["a"], [-1, -5]), (["b"], [1, 10])],
+        labels={0: {"req": "1"}, 1: {"req": "2"}, 2: {"req": "2"}},
+    )
+    assert analysis.graph(t, 1).total == 5 + 10 + 10  # |5| + |-5 - 5| + |10|
+
+
 def test_negative_values_sort_by_magnitude() -> None:
     t = build([(["a"], [1, 5]), (["b"], [-1, -50]), (["c"], [1, 20])])
     rows = analysis.top(analysis.graph(t, 1)).rows

@@ -1,4 +1,4 @@
-"""Profile -> per-function aggregates, top table and flame graph tree, as `go tool pprof` does.
+"""Profile -> per-function aggregates and the top table, as `go tool pprof` computes them.
 
 Semantics follow Go 1.19's vendored google/pprof at its default granularity ("functions"):
 the profile is merged as profile.Merge would (identical samples summed, which changes the total
@@ -10,7 +10,8 @@ counts once in its cum, and the total is report.computeTotal's (sum of |v|, or o
 
 Everything per frame is numpy: stacks are expanded once into a flat array of node ids (root
 first), flat comes from the leaf frames, cum from one radix sort by node id that puts the frames
-of one node in one sample next to each other, and the flame graph is built level by level.
+of one node in one sample next to each other. The flame graph (share/flame.py) and the text
+(share/report.py) are built from the Graph of one sample type.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from . import pbcolumns as pc
+from .names import demangled_names, go_regexp, simplify
 from .report import Header, Rows, abs64, go_base, go_int64, wrap64
 
 MIN64 = -(1 << 63)
@@ -231,7 +233,7 @@ def _build_tables(parsed: Any) -> Tables:
         line_func=_dense(func_ids, pc.last_value(line_fields, 1, n_lines)),
         line_no=pc.last_value(line_fields, 2, n_lines).view(_I64),
         line_off=line_off,
-        func_name=_demangled_names(names, systems),
+        func_name=demangled_names(names, systems),
         func_names=(names, systems, files),
         func_start=pc.last_value(ff, 5, n_func).view(_I64).tolist(),
         map_start=map_start,
@@ -250,91 +252,6 @@ def _build_tables(parsed: Any) -> Tables:
         keep_frames=s(_scalar(msg.keep_frames)),
         message=msg,
     )
-
-
-# --- names -----------------------------------------------------------------------------------
-
-
-_CPP_HINT = re.compile(r"[<>\[\]]|::")
-
-
-def _looks_demangled(name: str) -> bool:
-    """symbolizer.looksLikeDemangledCPlusPlus."""
-    if _CPP_HINT.search(name) is None:
-        return False
-    return ".<" not in name and "])." not in name
-
-
-def _remove_matching(name: str, start: str, end: str) -> str:
-    """symbolizer.removeMatching: drop nested start..end groups (all of them, outermost)."""
-    nesting = first = 0
-    current = 0
-    while True:
-        idx = [i for i in (name.find(start, current), name.find(end, current)) if i >= 0]
-        if not idx:
-            return name
-        current = min(idx)
-        if name[current] == start:
-            nesting += 1
-            if nesting == 1:
-                first = current
-        else:
-            nesting -= 1
-            if nesting < 0:
-                return name
-            if nesting == 0:
-                name = name[:first] + name[current + 1 :]
-                current = first - 1
-        current += 1
-
-
-def demangled_name(name: str, system_name: str) -> str:
-    """The name pprof shows after its default demangling pass (symbolizer.Demangle).
-
-    Names set apart from their system name are kept. Otherwise pprof demangles the system
-    name; C++/Rust mangled names (_Z..., _R...) are not demangled here, so they show as is.
-    Already demangled C++-looking names lose their parameters and template arguments.
-    """
-    if name and system_name != name:
-        return name
-    if _looks_demangled(system_name):
-        system_name = _remove_matching(system_name, "(", ")")
-        system_name = _remove_matching(system_name, "<", ">")
-    return system_name
-
-
-def _demangled_names(names: list[str], systems: list[str]) -> list[str]:
-    """demangled_name for every function; one regex scan finds the C++-looking names."""
-    out = [n if n and n != sy else sy for n, sy in zip(names, systems, strict=True)]
-    todo = [i for i, (n, sy) in enumerate(zip(names, systems, strict=True)) if not n or n == sy]
-    if not todo:
-        return out
-    text = "\n".join(systems[i] for i in todo)
-    hits = [m.start() for m in _CPP_HINT.finditer(text)]
-    if hits:
-        lengths = np.fromiter((len(systems[i]) + 1 for i in todo), dtype=_I64, count=len(todo))
-        starts = np.cumsum(lengths) - lengths
-        for k in np.unique(np.searchsorted(starts, hits, side="right") - 1).tolist():
-            i = todo[k]
-            out[i] = demangled_name(names[i], systems[i])
-    return out
-
-
-def _simplify(name: str) -> str:
-    """profile.simplifyFunc: strip a leading '.' and the argument list."""
-    name = name.removeprefix(".")
-    for m in re.finditer(r"\(anonymous namespace\)|operator\(\)|\(", name):
-        if m.group(0) == "(":
-            return name[: m.start()]
-    return name
-
-
-def _go_regexp(pattern: str) -> re.Pattern[str] | None:
-    """A Go RE2 pattern as a Python one (None if Python cannot compile it)."""
-    try:
-        return re.compile(pattern)
-    except re.error:
-        return None
 
 
 # --- stacks ----------------------------------------------------------------------------------
@@ -408,9 +325,9 @@ def _build_stacks(t: Tables) -> Stacks:
 
     # Pruning (drop_frames/keep_frames): cut lines off locations, then stacks.
     line_first = t.line_off[:-1].copy()  # first kept line of each location
-    drop = _go_regexp("^(" + t.drop_frames + ")$") if t.drop_frames else None
+    drop = go_regexp("^(" + t.drop_frames + ")$") if t.drop_frames else None
     if drop is not None:
-        keep = _go_regexp("^(" + t.keep_frames + ")$") if t.keep_frames else None
+        keep = go_regexp("^(" + t.keep_frames + ")$") if t.keep_frames else None
         if t.keep_frames and keep is None:
             drop = None  # Go gives up on RemoveUninteresting when a regexp fails
     if drop is not None:
@@ -553,7 +470,7 @@ def _prune(
             return False
         hit = matches.get(name)
         if hit is None:
-            simple = _simplify(name)
+            simple = simplify(name)
             hit = bool(drop.match(simple)) and not (keep is not None and keep.match(simple))
             matches[name] = hit
         return hit
@@ -934,151 +851,3 @@ def _inline_marks(g: Graph, shown: list[int] | None, edge_cutoff: int) -> dict[i
         n: "(partial-inline)" if plain_in[n] else "(inline)"
         for n in np.flatnonzero(inline_in).tolist()
     }
-
-
-# --- flame graph -----------------------------------------------------------------------------
-
-FLAME_NODE_FRACTION = 0.001  # the browser's default: hide nodes under 0.1% of the total
-
-
-def flamegraph(g: Graph, node_fraction: float = FLAME_NODE_FRACTION) -> dict[str, Any]:
-    """The call tree of one sample type as the flame graph JSON (see README "JSON API")."""
-    st = g.stacks
-    w = g.stack_weights
-    tree = _tree(st.frame_node, st.frame_off, w, g.total, len(st.names), node_fraction)
-    parent, node, value, self_, depth, trimmed = tree
-    order = _preorder(parent, node, value, depth, st.names)
-    used, name_of = np.unique(node[1:], return_inverse=True)
-    name_index = np.zeros(len(node), dtype=_I64)
-    name_index[1:] = name_of + 1
-    t = g.tables
-    return {
-        "sample_type": {"type": g.sample_type[0], "unit": g.sample_type[1]},
-        "sample_index": g.index,
-        "sample_types": [{"type": a, "unit": b} for a, b in t.sample_types],
-        "default_sample_index": t.sample_index(None),
-        "total": g.total,
-        "names": [""] + [st.names[n] for n in used.tolist()],
-        "files": [""] + [st.files[n] for n in used.tolist()],
-        "nodes": {
-            "name": name_index[order].tolist(),
-            "depth": depth[order].tolist(),
-            "value": value[order].tolist(),
-            "self": self_[order].tolist(),
-        },
-        "trimmed": {"nodes": trimmed[0], "value": trimmed[1], "node_fraction": node_fraction},
-        "unit": g.sample_type[1],
-        "no_samples": not bool(g.weights.any()),
-    }
-
-
-def _tree(
-    frame_node: np.ndarray,
-    frame_off: np.ndarray,
-    w: np.ndarray,
-    total: int,
-    n_nodes: int,
-    node_fraction: float,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, tuple[int, int]]:
-    """Merge stacks into a tree level by level: (parent, node, value, self, depth, trimmed).
-
-    Tree node 0 is the root (node -1). A node whose |value| is under the cutoff is dropped with
-    everything beneath it; trimmed counts those dropped subtrees and their summed value. Once
-    every stack still being followed has a tree node of its own, the rest of each stack is a
-    chain and is laid out in one step.
-    """
-    cutoff = abs64(go_int64(float(total) * node_fraction))
-    length = np.diff(frame_off)
-    root_value = wrap64(int(w.sum(dtype=_I64))) if len(w) else 0
-    root_self = wrap64(int(w[length == 0].sum(dtype=_I64))) if len(w) else 0
-    parents = [np.array([-1], dtype=_I64)]
-    nodes = [np.array([-1], dtype=_I64)]
-    values = [np.array([root_value], dtype=_I64)]
-    selfs = [np.array([root_self], dtype=_I64)]
-    depths = [np.array([0], dtype=_I64)]
-    next_id = 1
-    dropped_nodes = dropped_value = 0
-    active = np.flatnonzero(length > 0)
-    par = np.zeros(len(active), dtype=_I64)
-    d = 0
-    while len(active):
-        key = par * n_nodes + frame_node[frame_off[active] + d]
-        uniq, inv = np.unique(key, return_inverse=True)
-        wa = w[active]
-        val = np.zeros(len(uniq), dtype=_I64)
-        np.add.at(val, inv, wa)
-        keep = np.abs(val) >= cutoff if cutoff > 0 else np.ones(len(uniq), dtype=bool)
-        ends = length[active] == d + 1
-        own = np.zeros(len(uniq), dtype=_I64)
-        np.add.at(own, inv[ends], wa[ends])
-        dropped_nodes += int((~keep).sum())
-        dropped_value = wrap64(dropped_value + int(val[~keep].sum(dtype=_I64)))
-        ids = np.full(len(uniq), -1, dtype=_I64)
-        ids[keep] = next_id + np.arange(int(keep.sum()))
-        next_id += int(keep.sum())
-        parents.append(uniq[keep] // n_nodes)
-        nodes.append(uniq[keep] % n_nodes)
-        values.append(val[keep])
-        selfs.append(own[keep])
-        depths.append(np.full(int(keep.sum()), d + 1, dtype=_I64))
-        go_on = keep[inv] & ~ends
-        singletons = len(uniq) == len(active)
-        active, par = active[go_on], ids[inv[go_on]]
-        d += 1
-        if singletons and len(active):
-            # Every stack left has its own parent: the rest of each is a chain of its own.
-            n_left = length[active] - d
-            total_left = int(n_left.sum())
-            chain_ids = next_id + np.arange(total_left, dtype=_I64)
-            first = pc.offsets(n_left)[:-1]
-            chain_parent = chain_ids - 1
-            chain_parent[first] = par
-            chain_self = np.zeros(total_left, dtype=_I64)
-            chain_self[first + n_left - 1] = w[active]
-            parents.append(chain_parent)
-            nodes.append(frame_node[pc.ranges(frame_off[active] + d, n_left)].astype(_I64))
-            values.append(np.repeat(w[active], n_left))
-            selfs.append(chain_self)
-            depths.append(pc.ranges(np.full(len(active), d + 1, dtype=_I64), n_left))
-            break
-    return (
-        np.concatenate(parents),
-        np.concatenate(nodes),
-        np.concatenate(values),
-        np.concatenate(selfs),
-        np.concatenate(depths),
-        (dropped_nodes, dropped_value),
-    )
-
-
-def _preorder(
-    parent: np.ndarray, node: np.ndarray, value: np.ndarray, depth: np.ndarray, names: list[str]
-) -> np.ndarray:
-    """Tree node ids in preorder, children by value (descending), then name."""
-    n = len(parent)
-    if n == 1:
-        return np.zeros(1, dtype=_I64)
-    rank = np.zeros(len(names) + 1, dtype=_I64)  # rank[0]: the root
-    rank[1 + np.array(sorted(range(len(names)), key=names.__getitem__), dtype=_I64)] = np.arange(
-        1, len(names) + 1
-    )
-    by_depth = np.argsort(depth, kind="stable")
-    bounds = np.searchsorted(depth[by_depth], np.arange(int(depth.max()) + 2))
-    levels = [by_depth[bounds[k] : bounds[k + 1]] for k in range(1, len(bounds) - 1)]
-    size = np.ones(n, dtype=_I64)
-    for ids in reversed(levels):
-        np.add.at(size, parent[ids], size[ids])
-    sib = np.lexsort((rank[node + 1], ~value, parent))[1:]  # the root sorts first (parent -1)
-    sz = size[sib]
-    before = np.cumsum(sz) - sz  # sizes of the siblings sorted before, plus earlier groups
-    group = np.ones(len(sib), dtype=bool)
-    group[1:] = parent[sib][1:] != parent[sib][:-1]
-    start = np.maximum.accumulate(np.where(group, np.arange(len(sib)), 0))
-    step = np.empty(n, dtype=_I64)
-    step[sib] = 1 + before - before[start]
-    pos = np.zeros(n, dtype=_I64)
-    for ids in levels:
-        pos[ids] = pos[parent[ids]] + step[ids]
-    order = np.empty(n, dtype=_I64)
-    order[pos] = np.arange(n)
-    return order

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from flask import Blueprint, Response, current_app, request
 
-from . import analysis, report
+from . import analysis, flame, report
 from .errors import ShareError
 from .pprof import ParsedProfile
 
@@ -78,7 +78,7 @@ def _json(data: bytes) -> Response:
 
 def flamegraph_json(parsed: ParsedProfile, index: int | None, node_fraction: float) -> bytes:
     """The flame graph view, encoded."""
-    doc = analysis.flamegraph(_graph(parsed, index), node_fraction)
+    doc = flame.flamegraph(_graph(parsed, index), node_fraction)
     return json.dumps(doc, separators=(",", ":")).encode()
 
 
@@ -129,8 +129,8 @@ def top_text(parsed: ParsedProfile, index: int | None, node_count: int) -> bytes
 @bp.get(f"/api/v1/profiles/{PID}/flamegraph")
 def flamegraph(pid: str) -> Response:
     index = _sample_index(pid)
-    nf = _fraction_arg("nf", analysis.FLAME_NODE_FRACTION)
-    key = f"flamegraph:{index}" + ("" if nf == analysis.FLAME_NODE_FRACTION else f":nf={nf!r}")
+    nf = _fraction_arg("nf", flame.FLAME_NODE_FRACTION)
+    key = f"flamegraph:{index}" + ("" if nf == flame.FLAME_NODE_FRACTION else f":nf={nf!r}")
     return _json(_cached(pid, key, lambda p: flamegraph_json(p, index, nf)))
 
 

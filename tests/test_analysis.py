@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from share import analysis, pprof, report
+from share import analysis, flame, names, pprof, report
 from share._proto import profile_pb2
 
 INT64_MAX = (1 << 63) - 1
@@ -119,7 +119,7 @@ def test_inlined_frames_are_nodes_with_marks() -> None:
     assert rows["h"] == (5, 5, "(inline)")
     assert rows["e"] == (2, 2, "")
     assert rows["g"] == (0, 47, "")
-    fg = analysis.flamegraph(analysis.graph(t, 1), 0)
+    fg = flame.flamegraph(analysis.graph(t, 1), 0)
     assert tree(fg) == [
         (0, "", 57, 0),
         (1, "main", 57, 0),
@@ -176,7 +176,7 @@ def test_profile_without_samples() -> None:
     t = build([])
     g = analysis.graph(t, t.sample_index(None))
     assert list(analysis.top(g).rows) == []
-    fg = analysis.flamegraph(g)
+    fg = flame.flamegraph(g)
     assert fg["no_samples"] is True and fg["total"] == 0
     assert tree(fg) == [(0, "", 0, 0)]
     assert fg["names"] == [""] and fg["files"] == [""]
@@ -185,11 +185,11 @@ def test_profile_without_samples() -> None:
 def test_trimming_drops_small_subtrees_and_keeps_totals() -> None:
     t = build([(["big", "main"], [1, 90]), (["small", "main"], [1, 6]), (["tiny"], [1, 4])])
     g = analysis.graph(t, 1)
-    fg = analysis.flamegraph(g, node_fraction=0.05)  # cutoff 5: tiny (4) goes, small (6) stays
+    fg = flame.flamegraph(g, node_fraction=0.05)  # cutoff 5: tiny (4) goes, small (6) stays
     assert fg["total"] == 100
     assert tree(fg) == [(0, "", 100, 0), (1, "main", 96, 0), (2, "big", 90, 90), (2, "small", 6, 6)]
     assert fg["trimmed"] == {"nodes": 1, "value": 4, "node_fraction": 0.05}
-    fg = analysis.flamegraph(g, node_fraction=0.5)
+    fg = flame.flamegraph(g, node_fraction=0.5)
     assert tree(fg) == [(0, "", 100, 0), (1, "main", 96, 0), (2, "big", 90, 90)]
     assert fg["trimmed"]["nodes"] == 2 and fg["trimmed"]["value"] == 10
 
@@ -203,7 +203,7 @@ def test_flame_graph_is_preorder_children_by_value() -> None:
             (["main"], [1, 1]),
         ]
     )
-    fg = analysis.flamegraph(analysis.graph(t, 1), 0)
+    fg = flame.flamegraph(analysis.graph(t, 1), 0)
     assert tree(fg) == [
         (0, "", 11, 0),
         (1, "main", 11, 1),
@@ -316,8 +316,8 @@ def test_stacks_expand_root_first() -> None:
 )
 def test_demangling_heuristic(name: str, system: str | None, shown: str) -> None:
     system = name if system is None else system
-    assert analysis.demangled_name(name, system) == shown
-    assert analysis._demangled_names(["x", name], ["x", system]) == ["x", shown]
+    assert names.demangled_name(name, system) == shown
+    assert names.demangled_names(["x", name], ["x", system]) == ["x", shown]
 
 
 def test_equal_stacks_are_stored_once_and_map_back_exactly() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from share import analysis, reports
+from share import analysis, flame, reports
 
 from conftest import CORPUS
 
@@ -42,7 +42,7 @@ def test_flamegraph_json_shape(api) -> None:  # type: ignore[no-untyped-def]
     assert (nodes["name"][0], nodes["depth"][0], nodes["value"][0]) == (0, 0, doc["total"])
     assert doc["names"][0] == "" and len(doc["files"]) == len(doc["names"])
     assert "crypto/sha256.block" in doc["names"]
-    assert doc["trimmed"]["node_fraction"] == analysis.FLAME_NODE_FRACTION
+    assert doc["trimmed"]["node_fraction"] == flame.FLAME_NODE_FRACTION
 
 
 def test_flamegraph_other_type_and_fraction(api) -> None:  # type: ignore[no-untyped-def]

@@ -35,7 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from share import analysis, create_app, flame, pprof, reports  # noqa: E402
+from share import analysis, create_app, pprof, reports  # noqa: E402
 from share._proto import profile_pb2  # noqa: E402
 
 CORPUS = ROOT / "tests" / "corpus"
@@ -58,7 +58,7 @@ def floor(data: bytes) -> None:
 def analyse(data: bytes) -> None:
     parsed = pprof.parse(data, max_profile_bytes=1 << 30)
     index = analysis.tables(parsed).sample_index(None)
-    reports.flamegraph_json(parsed, index, flame.FLAME_NODE_FRACTION)
+    reports.flamegraph_json(parsed, index)
     reports.top_json(parsed, index, 0)
 
 

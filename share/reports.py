@@ -21,7 +21,7 @@ from .pprof import ParsedProfile
 bp = Blueprint("reports", __name__)
 
 PID = "<pid:pid>"
-VERSION = "v1"  # bump when a view's content changes, so cached copies are not served
+VERSION = "v2"  # bump when a view's content changes, so cached copies are not served
 
 
 def _share() -> Any:
@@ -76,9 +76,14 @@ def _json(data: bytes) -> Response:
     return Response(data, mimetype="application/json")
 
 
-def flamegraph_json(parsed: ParsedProfile, index: int | None, node_fraction: float) -> bytes:
+def flamegraph_json(
+    parsed: ParsedProfile,
+    index: int | None,
+    node_fraction: float = 0.0,
+    budget: int = flame.FLAME_NODE_BUDGET,
+) -> bytes:
     """The flame graph view, encoded."""
-    doc = flame.flamegraph(_graph(parsed, index), node_fraction)
+    doc = flame.flamegraph(_graph(parsed, index), node_fraction, budget)
     return json.dumps(doc, separators=(",", ":")).encode()
 
 
@@ -129,9 +134,12 @@ def top_text(parsed: ParsedProfile, index: int | None, node_count: int) -> bytes
 @bp.get(f"/api/v1/profiles/{PID}/flamegraph")
 def flamegraph(pid: str) -> Response:
     index = _sample_index(pid)
-    nf = _fraction_arg("nf", flame.FLAME_NODE_FRACTION)
-    key = f"flamegraph:{index}" + ("" if nf == flame.FLAME_NODE_FRACTION else f":nf={nf!r}")
-    return _json(_cached(pid, key, lambda p: flamegraph_json(p, index, nf)))
+    nf = _fraction_arg("nf", 0.0)
+    # The node budget is the default limit; ?nf= alone replaces it, and both may be given.
+    default = flame.FLAME_NODE_BUDGET if request.args.get("nf", "") == "" else 0
+    budget = _int_arg("budget", default)
+    key = f"flamegraph:{index}:nf={nf!r}:budget={budget}"
+    return _json(_cached(pid, key, lambda p: flamegraph_json(p, index, nf, budget)))
 
 
 @bp.get(f"/api/v1/profiles/{PID}/top")

@@ -173,8 +173,9 @@ async function show(si, opts) {
   const trimmed = fg.trimmed || { nodes: 0 };
   dom.trimmed.hidden = fg.no_samples || (!trimmed.nodes && !state.full);
   dom.trimmedText.textContent = trimmed.nodes
-    ? `${trimmed.nodes} frames under ${formatPct(trimmed.node_fraction, 1)} of the total are ` +
-      `hidden: ${formatValue(trimmed.value, fg.unit)}, ${formatPct(trimmed.value, fg.total)}.`
+    ? `${trimmed.nodes} frames of at most ${formatValue(trimmed.max, fg.unit)} each are hidden ` +
+      `with their callees: ${formatValue(trimmed.value, fg.unit)}, ` +
+      `${formatPct(trimmed.value, fg.total)}.`
     : `Every frame shown (${fg.nodes.name.length - 1}).`;
   dom.detail.textContent = state.full ? "Hide small frames" : "Show every frame";
   if (!fg.no_samples) {

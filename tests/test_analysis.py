@@ -119,7 +119,7 @@ def test_inlined_frames_are_nodes_with_marks() -> None:
     assert rows["h"] == (5, 5, "(inline)")
     assert rows["e"] == (2, 2, "")
     assert rows["g"] == (0, 47, "")
-    fg = flame.flamegraph(analysis.graph(t, 1), 0)
+    fg = flame.flamegraph(analysis.graph(t, 1), 0, 0)
     assert tree(fg) == [
         (0, "", 57, 0),
         (1, "main", 57, 0),
@@ -188,10 +188,99 @@ def test_trimming_drops_small_subtrees_and_keeps_totals() -> None:
     fg = flame.flamegraph(g, node_fraction=0.05)  # cutoff 5: tiny (4) goes, small (6) stays
     assert fg["total"] == 100
     assert tree(fg) == [(0, "", 100, 0), (1, "main", 96, 0), (2, "big", 90, 90), (2, "small", 6, 6)]
-    assert fg["trimmed"] == {"nodes": 1, "value": 4, "node_fraction": 0.05}
+    expected = {"nodes": 1, "value": 4, "max": 4, "node_fraction": 0.05}
+    assert fg["trimmed"] == {**expected, "budget": flame.FLAME_NODE_BUDGET}
     fg = flame.flamegraph(g, node_fraction=0.5)
     assert tree(fg) == [(0, "", 100, 0), (1, "main", 96, 0), (2, "big", 90, 90)]
     assert fg["trimmed"]["nodes"] == 2 and fg["trimmed"]["value"] == 10
+    assert fg["trimmed"]["max"] == 6
+
+
+def test_budget_keeps_the_heaviest_nodes_and_their_callers() -> None:
+    t = build(
+        [
+            (["leaf", "b", "main"], [1, 50]),
+            (["c", "main"], [1, 30]),
+            (["x", "y", "z", "other"], [1, 8]),
+            (["w", "other"], [1, 8]),
+        ]
+    )
+    g = analysis.graph(t, 1)
+    fg = flame.flamegraph(g, budget=5)
+    # main 80, b 50, leaf 50, c 30; then 'other' (16) beats its children (8 each).
+    assert tree(fg) == [
+        (0, "", 96, 0),
+        (1, "main", 80, 0),
+        (2, "b", 50, 0),
+        (3, "leaf", 50, 50),
+        (2, "c", 30, 30),
+    ]
+    assert fg["trimmed"] == {"nodes": 1, "value": 16, "max": 16, "node_fraction": 0, "budget": 5}
+    # Ties at the cut go to the shallower node: w and z (8, depth 2) before y and x (8, depth 3).
+    fg = flame.flamegraph(g, budget=8)
+    assert [(d, n) for d, n, _, _ in tree(fg)][5:] == [(1, "other"), (2, "w"), (2, "z")]
+    assert fg["trimmed"] == {"nodes": 1, "value": 8, "max": 8, "node_fraction": 0, "budget": 8}
+
+
+def reference_tree(
+    g: analysis.Graph, budget: int
+) -> tuple[dict[tuple[str, ...], tuple[int, int]], list[int]]:
+    """The budget rule by brute force over the same stacks: every node of the whole tree, the
+    heaviest `budget` by (smallest |value| on the path desc, depth, first stack), which must be
+    a tree. Returns {path: (value, self)} and the values of the hidden subtrees' top nodes."""
+    st = g.stacks
+    value: dict[tuple[str, ...], int] = {(): 0}
+    own: dict[tuple[str, ...], int] = {(): 0}
+    first: dict[tuple[str, ...], int] = {(): -1}
+    for i in range(len(st.frame_off) - 1):
+        w = int(g.stack_weights[i])
+        path = tuple(st.names[n] for n in st.frame_node[st.frame_off[i] : st.frame_off[i + 1]])
+        for k in range(len(path) + 1):
+            value[path[:k]] = value.get(path[:k], 0) + w
+            first.setdefault(path[:k], i)
+        own[path] = own.get(path, 0) + w
+    weight = {p: min(abs(value[p[:k]]) for k in range(1, len(p) + 1)) for p in value if p}
+    ranked = sorted(value, key=lambda p: (p != (), -weight.get(p, 0), len(p), first[p]))
+    kept = set(ranked[:budget] if budget else ranked)
+    assert all(p[:-1] in kept for p in kept if p)
+    hidden = [value[p] for p in value if p not in kept and p[:-1] in kept]
+    return {p: (value[p], own.get(p, 0)) for p in kept}, hidden
+
+
+def paths(fg: dict[str, Any]) -> dict[tuple[str, ...], tuple[int, int]]:
+    """{path of names from the root: (value, self)} of a flame graph JSON."""
+    out: dict[tuple[str, ...], tuple[int, int]] = {}
+    stack: list[str] = []
+    for depth, name, value, self_ in tree(fg):
+        del stack[max(depth - 1, 0) :]
+        if depth:
+            stack.append(name)
+        out[tuple(stack)] = (value, self_)
+    return out
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_budget_matches_a_brute_force_choice(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    signs = [-1, 1] if seed >= 4 else [1]  # seeds 4 and 5 mix signs, as diff profiles do
+    stacks = []
+    for _ in range(int(rng.integers(20, 60))):
+        depth = int(rng.integers(1, 12))
+        frames = [str(f) for f in rng.integers(0, 6, depth)]
+        stacks.append((frames, [1, int(rng.choice(signs)) * int(rng.integers(1, 4))]))
+    g = analysis.graph(build(stacks), 1)
+    whole = flame.flamegraph(g, budget=0)
+    sizes = [1, 2, 3, 7, 20, 50, len(whole["nodes"]["name"]) - 1, len(whole["nodes"]["name"])]
+    for budget in [0, *sizes]:
+        fg = flame.flamegraph(g, budget=budget)
+        expected, hidden = reference_tree(g, budget)
+        assert paths(fg) == expected, budget
+        assert len(fg["nodes"]["name"]) <= (budget or len(expected))
+        assert fg["total"] == whole["total"]
+        assert fg["nodes"]["value"][0] == whole["nodes"]["value"][0]
+        trimmed = fg["trimmed"]
+        assert (trimmed["nodes"], trimmed["value"]) == (len(hidden), sum(hidden)), budget
+        assert trimmed["max"] == max((abs(v) for v in hidden), default=0)
 
 
 def test_flame_graph_is_preorder_children_by_value() -> None:
@@ -203,7 +292,7 @@ def test_flame_graph_is_preorder_children_by_value() -> None:
             (["main"], [1, 1]),
         ]
     )
-    fg = flame.flamegraph(analysis.graph(t, 1), 0)
+    fg = flame.flamegraph(analysis.graph(t, 1), 0, 0)
     assert tree(fg) == [
         (0, "", 11, 0),
         (1, "main", 11, 1),

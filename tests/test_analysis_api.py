@@ -42,17 +42,35 @@ def test_flamegraph_json_shape(api) -> None:  # type: ignore[no-untyped-def]
     assert (nodes["name"][0], nodes["depth"][0], nodes["value"][0]) == (0, 0, doc["total"])
     assert doc["names"][0] == "" and len(doc["files"]) == len(doc["names"])
     assert "crypto/sha256.block" in doc["names"]
-    assert doc["trimmed"]["node_fraction"] == flame.FLAME_NODE_FRACTION
+    assert doc["trimmed"]["budget"] == flame.FLAME_NODE_BUDGET
+    assert doc["trimmed"]["node_fraction"] == 0
 
 
 def test_flamegraph_other_type_and_fraction(api) -> None:  # type: ignore[no-untyped-def]
     pid = upload(api, "go-runtime/heap.pb.gz")
     full = api.get(f"/api/v1/profiles/{pid}/flamegraph?si=alloc_space&nf=0").get_json()
     assert full["sample_type"]["type"] == "alloc_space" and full["sample_index"] == 1
-    assert full["trimmed"] == {"nodes": 0, "value": 0, "node_fraction": 0.0}
+    assert full["trimmed"] == {"nodes": 0, "value": 0, "max": 0, "node_fraction": 0.0, "budget": 0}
     cut = api.get(f"/api/v1/profiles/{pid}/flamegraph?si=1&nf=0.5").get_json()
     assert len(cut["nodes"]["name"]) < len(full["nodes"]["name"])
     assert cut["total"] == full["total"] and cut["nodes"]["value"][0] == full["nodes"]["value"][0]
+    assert cut["trimmed"]["node_fraction"] == 0.5 and cut["trimmed"]["budget"] == 0
+    small = api.get(f"/api/v1/profiles/{pid}/flamegraph?si=1&budget=10").get_json()
+    assert len(small["nodes"]["name"]) == 10 and small["trimmed"]["budget"] == 10
+    assert small["total"] == full["total"] and small["trimmed"]["nodes"] > 0
+    both = api.get(f"/api/v1/profiles/{pid}/flamegraph?si=1&budget=3&nf=0.5").get_json()
+    assert len(both["nodes"]["name"]) == 3
+
+
+def test_default_budget_beats_the_old_fraction_on_a_deep_profile(api) -> None:  # type: ignore[no-untyped-def]
+    # cpu-xl: almost all of its weight lies in frames under 0.1% of the total.
+    pid = upload(api, "go-runtime/cpu-xl.pb.gz")
+    doc = api.get(f"/api/v1/profiles/{pid}/flamegraph").get_json()
+    old = api.get(f"/api/v1/profiles/{pid}/flamegraph?nf=0.001").get_json()
+    assert len(doc["nodes"]["name"]) == flame.FLAME_NODE_BUDGET
+    assert doc["trimmed"]["value"] < old["trimmed"]["value"]
+    assert doc["trimmed"]["max"] <= min(doc["nodes"]["value"])
+    assert doc["nodes"]["value"][0] == old["nodes"]["value"][0] == doc["total"]
 
 
 def test_top_json(api) -> None:  # type: ignore[no-untyped-def]
@@ -93,6 +111,7 @@ def test_views_are_cached_per_resolved_type(api, monkeypatch) -> None:  # type: 
         ("si=7", "outside [0..1]", "si=7"),
         ("nf=2", "must be between 0 and 1", "n=-1"),
         ("nf=abc", "is not a number", "n=abc"),
+        ("budget=-5", "must be 0 or more", "n=-5"),
     ],
 )
 def test_bad_parameters_are_400(api, query: str, message: str, text_query: str) -> None:  # type: ignore[no-untyped-def]

@@ -375,6 +375,9 @@ def test_large_profile_paints(page, live_server):
     page.click("#detail")
     page.wait_for_selector("#trimmed-text:has-text('Every frame shown')", timeout=60_000)
     assert "all=1" in page.url
-    assert page.evaluate(CANVAS_STATS)["painted"] > painted
+    # The node budget already fills the zoomed-out view; every frame adds the ones under it.
+    assert page.evaluate(CANVAS_STATS)["painted"] >= painted
+    shown = re.search(r"\((\d+)\)", page.inner_text("#trimmed-text"))
+    assert shown and int(shown.group(1)) > 1_000_000
     shot(page, "cpu-xl-all")
     assert page.console_errors == []

@@ -1,11 +1,14 @@
 """Derived views of a profile: flame graph and top table as JSON, and the -top text.
 
-Each view is computed once per (profile, sample type, options) and cached by the core; the
-sample type is resolved from the record first, so `?si=cpu` and `?si=1` share one cache entry.
+Each view is computed once per (profile, sample type, options) and cached by the core,
+gzip-compressed: it is sent as stored to clients that accept gzip (browsers, curl --compressed)
+and inflated for the others. The sample type is resolved from the record first, so `?si=cpu`
+and `?si=1` share one cache entry.
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 from collections.abc import Callable
@@ -21,7 +24,8 @@ from .pprof import ParsedProfile
 bp = Blueprint("reports", __name__)
 
 PID = "<pid:pid>"
-VERSION = "v2"  # bump when a view's content changes, so cached copies are not served
+VERSION = "v3"  # bump when a view's content changes, so cached copies are not served
+GZIP_LEVEL = 6  # paid once per view; level 9 took 3-6x as long for 3-17% fewer bytes
 
 
 def _share() -> Any:
@@ -65,15 +69,31 @@ def _fraction_arg(name: str, default: float) -> float:
 
 
 def _cached(pid: str, key: str, compute: Callable[[ParsedProfile], bytes]) -> bytes:
-    return _share().view(pid, f"{key}:{VERSION}", compute)
+    """The view, gzip-compressed: computed and compressed once, then read from the cache."""
+
+    def compressed(parsed: ParsedProfile) -> bytes:
+        return gzip.compress(compute(parsed), compresslevel=GZIP_LEVEL, mtime=0)
+
+    return _share().view(pid, f"{key}:{VERSION}", compressed)
 
 
 def _graph(parsed: ParsedProfile, index: int | None) -> analysis.Graph:
     return analysis.graph(analysis.tables(parsed), index)
 
 
-def _json(data: bytes) -> Response:
-    return Response(data, mimetype="application/json")
+def _send(gz: bytes, mimetype: str) -> Response:
+    """A cached view as is, with Content-Encoding: gzip, or inflated for a client without gzip."""
+    if request.accept_encodings["gzip"]:
+        response = Response(gz, mimetype=mimetype)
+        response.headers["Content-Encoding"] = "gzip"
+    else:
+        response = Response(gzip.decompress(gz), mimetype=mimetype)
+    response.vary.add("Accept-Encoding")
+    return response
+
+
+def _json(gz: bytes) -> Response:
+    return _send(gz, "application/json")
 
 
 def flamegraph_json(
@@ -154,4 +174,4 @@ def top_plain(pid: str) -> Response:
     index = _sample_index(pid)
     n = _int_arg("n", 0)
     text = _cached(pid, f"toptext:{index}:n={n}", lambda p: top_text(p, index, n))
-    return Response(text, mimetype="text/plain")
+    return _send(text, "text/plain")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gzip
+
 import pytest
 
 from share import analysis, flame, reports
@@ -92,6 +94,26 @@ def test_top_text_is_go_layout(api) -> None:  # type: ignore[no-untyped-def]
     assert "Showing top 2 nodes out of 105" in lines
     assert lines[-3] == "      flat  flat%   sum%        cum   cum%"
     assert lines[-2].endswith("  crypto/sha256.block")
+
+
+@pytest.mark.parametrize(
+    "path", ["/api/v1/profiles/{}/flamegraph", "/api/v1/profiles/{}/top", "/{}/top"]
+)
+def test_views_go_out_gzipped_to_clients_that_take_it(api, path: str) -> None:  # type: ignore[no-untyped-def]
+    url = path.format(upload(api, "go-runtime/cpu-xl.pb.gz"))
+    plain = api.get(url)
+    assert plain.status_code == 200 and "Content-Encoding" not in plain.headers
+    packed = api.get(url, headers={"Accept-Encoding": "gzip, deflate, br"})
+    assert packed.headers["Content-Encoding"] == "gzip"
+    assert gzip.decompress(packed.data) == plain.data
+    assert len(packed.data) < len(plain.data) / 3
+    assert packed.mimetype == plain.mimetype
+    for reply in (plain, packed):
+        assert "Accept-Encoding" in reply.headers["Vary"]
+    refused = api.get(url, headers={"Accept-Encoding": "gzip;q=0, identity"})
+    assert "Content-Encoding" not in refused.headers and refused.data == plain.data
+    anything = api.get(url, headers={"Accept-Encoding": "*"})
+    assert anything.headers["Content-Encoding"] == "gzip"
 
 
 def test_views_are_cached_per_resolved_type(api, monkeypatch) -> None:  # type: ignore[no-untyped-def]

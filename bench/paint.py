@@ -9,13 +9,12 @@ The same is done, with fewer runs, for the link with every frame (`#all=1`, the 
 every frame"), which is not what the goal is about but shows how far the page stretches. Runs go
 round-robin over the profiles so that drift on a shared machine hits each one alike.
 
-    .venv/bin/python bench/paint.py [--runs 7] [--full-runs 3]
+    .venv/bin/python bench/paint.py [--runs 7] [--net-runs 3] [--full-runs 3]
 """
 
 from __future__ import annotations
 
 import argparse
-import gzip
 import os
 import socket
 import statistics
@@ -34,6 +33,9 @@ BIN = Path(sys.executable).parent
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync"]
 GOAL_MS = 1000.0
+# A modest office or home link to a server elsewhere: latency is added to every request.
+NETWORK = {"latency": 40, "downloadThroughput": 20e6 / 8, "uploadThroughput": 5e6 / 8}
+NETWORK_TEXT = "40 ms of latency per request, 20 Mbit/s down"
 BUDGET_S = 100  # no new round past this, so that the whole bench stays under two minutes
 PROFILES = [
     ROOT / "tests/corpus/go-runtime/cpu-xl.pb.gz",
@@ -69,9 +71,11 @@ class View:
     label: str
     fragment: str  # of the page's URL
     query: str  # of the flame graph JSON the page then fetches
+    wanted: int  # page loads
+    network: dict[str, Any] | None = None  # emulated by Chromium (None: loopback as it is)
     nodes: int = 0
-    json_bytes: int = 0
-    json_gzip_bytes: int = 0
+    sent_bytes: int = 0  # on the wire, as the server encoded it
+    json_bytes: int = 0  # decoded
     encoding: str = "identity"
     analyse_s: float = 0.0
     runs: list[dict[str, float]] = field(default_factory=list)
@@ -84,6 +88,8 @@ class Shared:
     path: Path
     link: str = ""
     api: str = ""
+    top_sent: int = 0
+    top_encoding: str = "identity"
     top_bytes: int = 0
     views: dict[str, View] = field(default_factory=dict)
 
@@ -152,15 +158,20 @@ def warm(item: Shared, view: View) -> None:
     if not item.top_bytes:
         res = requests.get(f"{item.api}/top", timeout=120)
         res.raise_for_status()
-        item.top_bytes = int(res.headers.get("Content-Length", len(res.content)))
+        item.top_sent, item.top_bytes = sizes(res)
+        item.top_encoding = res.headers.get("Content-Encoding", "identity")
     view.analyse_s = time.perf_counter() - t0
-    # What the page transfers: requests asks for gzip, so a compressing server would show here.
+    # What the page transfers: requests, like the browser, accepts gzip.
     res = requests.get(f"{item.api}/flamegraph{view.query}", timeout=120)
     res.raise_for_status()
     view.encoding = res.headers.get("Content-Encoding", "identity")
-    view.json_bytes = int(res.headers.get("Content-Length", len(res.content)))
-    view.json_gzip_bytes = len(gzip.compress(res.content, 6))
+    view.sent_bytes, view.json_bytes = sizes(res)
     view.nodes = len(res.json()["nodes"]["name"])
+
+
+def sizes(res: requests.Response) -> tuple[int, int]:
+    """(bytes on the wire, bytes of the decoded body) of a reply read whole."""
+    return int(res.headers.get("Content-Length", len(res.content))), len(res.content)
 
 
 def paint_once(browser: Any, item: Shared, view: View) -> dict[str, float]:
@@ -168,6 +179,10 @@ def paint_once(browser: Any, item: Shared, view: View) -> dict[str, float]:
     context = browser.new_context(viewport={"width": 1400, "height": 900})
     try:
         page = context.new_page()
+        if view.network:
+            cdp = context.new_cdp_session(page)
+            cdp.send("Network.enable")
+            cdp.send("Network.emulateNetworkConditions", {"offline": False, **view.network})
         page.goto(item.link + view.fragment, wait_until="commit")
         # A selector wait, not wait_for_function: the page's CSP forbids the eval that needs.
         page.locator(f"{PAINTED}, {FAILED}").wait_for(state="attached", timeout=60_000)
@@ -196,7 +211,6 @@ def report(items: list[Shared], elapsed: float) -> None:
         for view in it.views.values():
             painted = [r["painted"] for r in view.runs]
             if not painted:
-                print(f"{it.path.name:<24}{view.label:<13}    0")
                 continue
             med = statistics.median(painted)
             line = f"{it.path.name:<24}{view.label:<13}{len(painted):>5}{med:>8.0f}"
@@ -209,15 +223,21 @@ def report(items: list[Shared], elapsed: float) -> None:
     print("  /1s: median over the 1000 ms goal (the goal is the default view; under 1.00 meets")
     print("  it). html, json, top: when the page, the flame graph JSON and the top JSON had")
     print("  arrived; drawn: canvas drawn; setData: the flame graph's own layout + draw, in ms.")
+    print(f"  net: Chromium emulating {NETWORK_TEXT}; otherwise loopback as it is.")
     print("\nwhat the page is sent (default sample type)")
     for it in items:
         for view in it.views.values():
+            if not view.wanted or view.network:
+                continue
             print(
                 f"  {it.path.name:<24}{view.label:<13}{view.nodes:>9,} nodes"
-                f"{kib(view.json_bytes):>12} flame graph JSON ({view.encoding}; "
-                f"{kib(view.json_gzip_bytes)} gzipped)  cold analysis {view.analyse_s:.2f}s"
+                f"{kib(view.sent_bytes):>12} sent ({view.encoding}) "
+                f"{kib(view.json_bytes):>10} flame graph JSON  cold analysis {view.analyse_s:.2f}s"
             )
-        print(f"  {it.path.name:<24}{'':<13}{'':>15}{kib(it.top_bytes):>12} top JSON")
+        print(
+            f"  {it.path.name:<24}{'':<13}{'':>15}{kib(it.top_sent):>12} sent "
+            f"({it.top_encoding}) {kib(it.top_bytes):>10} top JSON"
+        )
     print("  cold analysis: the first GETs of the view (for the default view: with the top JSON)")
     print(f"\ntotal bench time {elapsed:.0f}s")
 
@@ -225,14 +245,15 @@ def report(items: list[Shared], elapsed: float) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7, help="loads of each default link")
+    parser.add_argument("--net-runs", type=int, default=3, help="loads over the slower network")
     parser.add_argument("--full-runs", type=int, default=3, help="loads of each #all=1 link")
     args = parser.parse_args()
     started = time.monotonic()
     items = [Shared(p) for p in PROFILES if p.exists()]
     for it in items:
-        it.views["default"] = View("default", "", "")
-        if args.full_runs:
-            it.views["all"] = View("every frame", "#all=1", "?nf=0")
+        it.views["default"] = View("default", "", "", args.runs)
+        it.views["net"] = View("default, net", "", "", args.net_runs, NETWORK)
+        it.views["all"] = View("every frame", "#all=1", "?nf=0", args.full_runs)
     from playwright.sync_api import sync_playwright
 
     with tempfile.TemporaryDirectory(prefix="paint-bench-") as tmp:
@@ -241,20 +262,21 @@ def main() -> None:
             for it in items:
                 upload(base, it)
                 for view in it.views.values():
-                    warm(it, view)
+                    if view.wanted and not view.network:  # the same JSON as without
+                        warm(it, view)
             with sync_playwright() as pw:
                 browser = pw.chromium.launch(
                     executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
                 )
                 for it in items:  # one unmeasured load each: the browser's own start-up costs
                     paint_once(browser, it, it.views["default"])
-                for rnd in range(max(args.runs, args.full_runs)):
+                for rnd in range(max(v.wanted for it in items for v in it.views.values())):
                     if time.monotonic() - started > BUDGET_S:
                         print(f"time budget of {BUDGET_S}s reached after {rnd} rounds")
                         break
                     for it in items:
                         for view in it.views.values():
-                            if rnd < (args.runs if view.label == "default" else args.full_runs):
+                            if rnd < view.wanted:
                                 view.runs.append(paint_once(browser, it, view))
                 browser.close()
         finally:

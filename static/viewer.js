@@ -172,11 +172,7 @@ async function show(si, opts) {
   dom.top.hidden = fg.no_samples;
   const trimmed = fg.trimmed || { nodes: 0 };
   dom.trimmed.hidden = fg.no_samples || (!trimmed.nodes && !state.full);
-  dom.trimmedText.textContent = trimmed.nodes
-    ? `${trimmed.nodes} frames of at most ${formatValue(trimmed.max, fg.unit)} each are hidden ` +
-      `with their callees: ${formatValue(trimmed.value, fg.unit)}, ` +
-      `${formatPct(trimmed.value, fg.total)}.`
-    : `Every frame shown (${fg.nodes.name.length - 1}).`;
+  dom.trimmedText.textContent = fg.no_samples ? "" : trimNote(fg);
   dom.detail.textContent = state.full ? "Hide small frames" : "Show every frame";
   if (!fg.no_samples) {
     const t0 = performance.now();
@@ -202,6 +198,26 @@ async function show(si, opts) {
   renderTop();
   root.dataset.state = "ready";
   root.dataset.sampleType = typeName;
+}
+
+/** What the server left out of the flame graph (fg.trimmed), and why it hardly shows. */
+function trimNote(fg) {
+  const t = fg.trimmed || { nodes: 0 };
+  const count = (n) => n.toLocaleString("en-US");
+  const shown = fg.nodes.name.length - 1;
+  if (!t.nodes) return `Every frame shown (${count(shown)}).`;
+  const limits = [];
+  if (t.budget) limits.push(`the ${count(shown)} heaviest frames`);
+  if (t.node_fraction) limits.push(`frames over ${formatPct(t.node_fraction, 1)} of the total`);
+  let text = `Showing ${limits.join(" and ") || `${count(shown)} frames`}; `;
+  text += `${count(t.nodes)} smaller call trees are hidden`;
+  if (t.max != null) {
+    text += `, each at most ${formatValue(t.max, fg.unit)}`;
+    // Their width when zoomed out: under a pixel means the picture is the same without them.
+    const px = fg.total ? (Math.abs(t.max) / fg.total) * $("fg-scroll").clientWidth : 0;
+    if (px < 1) text += " (under a pixel wide unzoomed)";
+  }
+  return `${text}: ${formatValue(t.value, fg.unit)}, ${formatPct(t.value, fg.total)} of the total.`;
 }
 
 /** Marks the flame graph's first paint for bench/paint.py (times from navigation start). */

@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
 
-.PHONY: run test lint bench proto system-deps test-deps
+.PHONY: run test bench proto system-deps test-deps
 
 run: $(VENV)/.installed
 	$(VENV)/bin/pprof-share serve --host $(HOST) --port $(PORT)

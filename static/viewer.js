@@ -194,10 +194,16 @@ async function show(si, opts) {
   await new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)));
   const top = await topPromise;
   if (call !== showing) return;
-  state.top = top;
+  state.top = { ...top, rows: rowObjects(top.rows) };
   renderTop();
   root.dataset.state = "ready";
   root.dataset.sampleType = typeName;
+}
+
+/** The top JSON's rows come by column ({name: [...], flat: [...], ...}): one object per row. */
+function rowObjects(columns) {
+  const keys = Object.keys(columns);
+  return columns.name.map((_, i) => Object.fromEntries(keys.map((k) => [k, columns[k][i]])));
 }
 
 /** What the server left out of the flame graph (fg.trimmed), and why it hardly shows. */

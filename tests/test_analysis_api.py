@@ -78,12 +78,14 @@ def test_default_budget_beats_the_old_fraction_on_a_deep_profile(api) -> None:  
 def test_top_json(api) -> None:  # type: ignore[no-untyped-def]
     pid = upload(api, "go-runtime/cpu-small.pb.gz")
     doc = api.get(f"/api/v1/profiles/{pid}/top?si=cpu").get_json()
-    first = doc["rows"][0]
-    assert first["name"] == "crypto/sha256.block" and first["flat"] == 660_000_000
-    assert first["flat_pct"] == pytest.approx(21.71, abs=0.01)
-    assert doc["rows"][-1]["sum_pct"] == pytest.approx(100)
-    assert doc["nodes"] == len(doc["rows"]) == 105
-    assert len(api.get(f"/api/v1/profiles/{pid}/top?n=3").get_json()["rows"]) == 3
+    rows = doc["rows"]
+    assert set(rows) == {"name", "file", "inline", "flat", "flat_pct", "sum_pct", "cum", "cum_pct"}
+    assert all(len(column) == 105 for column in rows.values()) and doc["nodes"] == 105
+    assert rows["name"][0] == "crypto/sha256.block" and rows["flat"][0] == 660_000_000
+    assert rows["flat_pct"][0] == pytest.approx(21.71, abs=0.01)
+    assert rows["sum_pct"][-1] == pytest.approx(100)
+    assert rows["cum"][0] >= rows["flat"][0] and rows["file"][0].endswith("sha256block_amd64.s")
+    assert len(api.get(f"/api/v1/profiles/{pid}/top?n=3").get_json()["rows"]["name"]) == 3
 
 
 def test_top_text_is_go_layout(api) -> None:  # type: ignore[no-untyped-def]
@@ -155,5 +157,5 @@ def test_profile_without_samples(api) -> None:  # type: ignore[no-untyped-def]
     doc = api.get(f"/api/v1/profiles/{pid}/flamegraph").get_json()
     assert doc["no_samples"] is True and doc["sample_index"] is None
     assert doc["sample_types"] == [] and doc["nodes"]["value"] == [0]
-    assert api.get(f"/api/v1/profiles/{pid}/top").get_json()["rows"] == []
+    assert api.get(f"/api/v1/profiles/{pid}/top").get_json()["rows"]["name"] == []
     assert api.get(f"/api/v1/profiles/{pid}/top?si=cpu").status_code == 400

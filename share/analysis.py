@@ -269,7 +269,6 @@ class Stacks:
     frame_inline: np.ndarray  # bool: the frame is a call inlined into the frame before it
     frame_off: np.ndarray  # stack sample i's frames: frame_off[i]:frame_off[i + 1]
     frame_owner: np.ndarray  # int32 stack of each frame
-    frame_repeat: np.ndarray  # bool: the frame's node appears more than once in its stack
     first_owner: np.ndarray  # stack of each node's first frame per stack, grouped by node
     first_starts: np.ndarray  # where each node's group starts in first_owner
     first_nodes: np.ndarray  # the node of each group
@@ -338,7 +337,7 @@ def _build_stacks(t: Tables) -> Stacks:
     loc_frames = np.maximum(kept_count, 1)
     lf_off = pc.offsets(loc_frames)
     total = int(lf_off[-1])
-    lf_node = np.empty(total, dtype=_I64)
+    lf_node = np.empty(total, dtype=np.int32)
     lf_inline = np.ones(total, dtype=bool)
     lf_inline[lf_off[:-1]] = False  # the outermost line is the call; the others are inlined
     has_lines = kept_count > 0
@@ -363,11 +362,10 @@ def _build_stacks(t: Tables) -> Stacks:
         counts = loc_frames[loc_rf]
         ends = np.cumsum(counts)
         starts = ends - counts
-        frame_node = np.empty(int(ends[-1]) if len(ends) else 0, dtype=_I64)
+        frame_node = np.empty(int(ends[-1]) if len(ends) else 0, dtype=np.int32)
         frame_inline = np.zeros(len(frame_node), dtype=bool)
-        one = counts == 1
-        frame_node[starts[one]] = lf_node[lf_off[:-1][loc_rf[one]]]
-        many = np.flatnonzero(~one)
+        frame_node[starts] = lf_node[lf_off[:-1]][loc_rf]  # each location's outermost frame
+        many = np.flatnonzero(counts > 1)
         src = pc.ranges(lf_off[:-1][loc_rf[many]], counts[many])
         dst = pc.ranges(starts[many], counts[many])
         frame_node[dst] = lf_node[src]
@@ -379,26 +377,21 @@ def _build_stacks(t: Tables) -> Stacks:
     frame_owner = np.repeat(np.arange(n, dtype=np.int32), per_sample)
     # A radix sort by node id keeps each stack's frames in order: a node repeated in one stack
     # (recursion) lands next to itself. Its first frame is the one that counts in cum.
-    key = frame_node.astype(np.uint16 if len(names) <= 1 << 16 else np.int32)
+    key = frame_node.astype(np.uint16) if len(names) <= 1 << 16 else frame_node
     order = np.argsort(key, kind="stable")
     owner_sorted = frame_owner[order]
     node_sorted = key[order]
     new_run = np.ones(len(order), dtype=bool)
     new_run[1:] = (node_sorted[1:] != node_sorted[:-1]) | (owner_sorted[1:] != owner_sorted[:-1])
-    run_id = np.cumsum(new_run) - 1
-    run_len = np.bincount(run_id) if len(run_id) else np.zeros(0, dtype=_I64)
-    repeat = np.zeros(len(order), dtype=bool)
-    repeat[order] = run_len[run_id] > 1
     first = order[new_run]  # first frames, grouped by node
     first_nodes = node_sorted[new_run]
     starts = np.flatnonzero(np.concatenate(([True], first_nodes[1:] != first_nodes[:-1])))
     starts = starts[: len(first_nodes)]  # none when there are no frames
     return Stacks(
-        frame_node=frame_node.astype(np.int32),
+        frame_node=frame_node,
         frame_inline=frame_inline,
         frame_off=frame_off,
         frame_owner=frame_owner,
-        frame_repeat=repeat,
         first_owner=frame_owner[first],
         first_starts=starts,
         first_nodes=first_nodes[starts].astype(_I64),
@@ -434,21 +427,28 @@ def _unique_stacks(
     sig = lengths.astype(_U64) + first * mult[0] + last * mult[1]
     if not always and len(np.unique(sig)) > 0.7 * n:
         return identity
-    owner = np.repeat(np.arange(n, dtype=_I64), lengths)
-    pos = np.arange(len(loc), dtype=_I64) - off[:-1][owner]
+    # Positions within each stack by repeating the stacks' starts (a sequential write, cheaper
+    # than gathering them per entry); int32 while it fits halves the memory traffic.
+    idx = np.int32 if len(loc) < 1 << 31 else _I64
+    starts = off[:-1]
+    pos = np.arange(len(loc), dtype=idx)
+    pos -= np.repeat(starts.astype(idx), lengths)
     powers = np.cumprod(np.full(int(lengths.max()), mult[0], dtype=_U64))
     key_loc += np.uint64(1)
     key_loc *= powers[pos]
     h = np.zeros(n, dtype=_U64)
-    h[has] = np.add.reduceat(key_loc, off[:-1][has])
+    h[has] = np.add.reduceat(key_loc, starts[has])
     h ^= lengths.astype(_U64) * mult[1]
     _, rep, group = np.unique(h, return_index=True, return_inverse=True)
     if not always and len(rep) > 0.7 * n:
         return identity
     group = group.reshape(-1)
     rep_of = rep[group]
-    rep_entry = off[:-1][rep_of[owner]] + pos
-    if not (np.array_equal(lengths[rep_of], lengths) and np.array_equal(loc[rep_entry], loc)):
+    if not np.array_equal(lengths[rep_of], lengths):
+        return identity
+    rep_entry = np.repeat((starts[rep_of] - starts).astype(idx), lengths)
+    rep_entry += np.arange(len(loc), dtype=idx)
+    if not np.array_equal(loc[rep_entry], loc):
         return identity
     return group.astype(_I64), loc[pc.ranges(off[:-1][rep], lengths[rep])], pc.offsets(lengths[rep])
 
@@ -817,7 +817,15 @@ def _inline_marks(g: Graph, shown: list[int] | None, edge_cutoff: int) -> dict[i
     n_nodes = len(st.names)
     # Each edge counts once per stack, at its first frame. A frame whose node occurs once in
     # its stack is surely its edge's first; the repeated ones (recursion) are sorted out.
-    repeated = st.frame_repeat[idx[sel]]
+    pair = own.astype(_I64) * n_nodes + nodes  # ascending by stack already: a cheap stable sort
+    by_pair = np.argsort(pair, kind="stable")
+    ps = pair[by_pair]
+    twin = np.zeros(len(ps), dtype=bool)
+    twin[1:] = ps[1:] == ps[:-1]
+    twin[:-1] |= twin[1:]
+    repeated = np.empty(len(ps), dtype=bool)
+    repeated[by_pair] = twin
+    repeated = repeated[sel]
     if repeated.any():
         r = sel[repeated]
         pair = parent[r] * n_nodes + nodes[r]

@@ -175,11 +175,19 @@ def _tree(
     par_weight = np.full(len(active), np.iinfo(_I64).max, dtype=_I64)
     d = 0
     while len(active):
+        # Group the stacks by (parent, node). They come grouped by parent from the level
+        # above, so the stable sort has little to do, and each group keeps its stacks in
+        # ascending order: its first element is its first stack.
         key = par * n_nodes + frame_node[frame_off[active] + d]
-        uniq, at, inv = np.unique(key, return_index=True, return_inverse=True)
+        order = np.argsort(key, kind="stable")
+        key, active, par_weight = key[order], active[order], par_weight[order]
+        new = np.ones(len(key), dtype=bool)
+        new[1:] = key[1:] != key[:-1]
+        at = np.flatnonzero(new)
+        inv = np.cumsum(new) - 1
+        uniq = key[at]
         wa = w[active]
-        val = np.zeros(len(uniq), dtype=_I64)
-        np.add.at(val, inv, wa)
+        val = np.add.reduceat(wa, at)  # wraps around as Go's int64 sums do
         mag = np.abs(val)  # np.abs leaves the minimum int64 negative, as abs64 does
         weight = np.minimum(mag, par_weight[at])
         keep = mag >= cutoff if cutoff > 0 else np.ones(len(uniq), dtype=bool)
@@ -187,8 +195,7 @@ def _tree(
             keep &= heaviest.admits(weight)
             heaviest.add(weight[keep])
         ends = length[active] == d + 1
-        own = np.zeros(len(uniq), dtype=_I64)
-        np.add.at(own, inv[ends], wa[ends])
+        own = np.add.reduceat(np.where(ends, wa, 0), at)
         cut_parent.append(uniq[~keep] // n_nodes)
         cut_value.append(val[~keep])
         n_keep = int(keep.sum())
@@ -200,7 +207,7 @@ def _tree(
         values.append(val[keep])
         selfs.append(own[keep])
         depths.append(np.full(n_keep, d + 1, dtype=_I64))
-        firsts.append(active[at[keep]])  # active is ascending: at finds each key's first stack
+        firsts.append(active[at[keep]])
         weights.append(weight[keep])
         go_on = keep[inv] & ~ends
         singletons = len(uniq) == len(active)
@@ -209,6 +216,9 @@ def _tree(
         if singletons and len(active):
             # Every stack left has its own parent: the rest of each is a chain of its own, of
             # the stack's weight throughout (already within the cutoff, as its first node).
+            # Chains tied at the budget's cut share it in stack order.
+            order = np.argsort(active)
+            active, par, par_weight = active[order], par[order], par_weight[order]
             wa = w[active]
             n_left = length[active] - d
             chain_weight = np.minimum(np.abs(wa), par_weight)

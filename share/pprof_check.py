@@ -18,7 +18,7 @@ import numpy as np
 from google.protobuf.unknown_fields import UnknownFieldSet
 
 from .errors import BadProfile
-from .pprof_schema import ALL, SHALLOW
+from .pprof_schema import ALL, LABELS_ALL, LABELS_SHALLOW, SHALLOW
 from .pprof_wire import GO_FIELDS
 
 _U64 = np.uint64
@@ -95,8 +95,10 @@ class Tables:
             b"".join(top.sample_type) + b"".join(top.period_type)
         )
         samples_raw = b"".join(top.sample)
-        samples = SHALLOW["Sample"].FromString(samples_raw)
-        labels, labels_all = _joined("Label", samples.label)
+        # Every label of every sample merged into one Label, as if their payloads were joined.
+        samples = LABELS_SHALLOW["Sample"].FromString(samples_raw)
+        labels = samples.label
+        labels_all = LABELS_ALL["Sample"].FromString(samples_raw).label
         mappings, mappings_all = _joined("Mapping", top.mapping)
         functions, functions_all = _joined("Function", top.function)
         locations = SHALLOW["Location"].FromString(b"".join(top.location))
@@ -114,10 +116,12 @@ class Tables:
             return None
         has_unknown = any(len(UnknownFieldSet(level)) for level in (top, message, *levels.values()))
         line_fids = np.array(lines_all.function_id, dtype=_U64)
-        counts = _sample_counts(samples_raw, top.sample)
+        location_ids = np.array(samples.location_id, dtype=_U64)
+        values = np.array(samples.value, dtype=_I64)
+        counts = _sample_counts(samples_raw, top.sample, (len(location_ids), len(values)))
         return cls(
-            location_ids=np.array(samples.location_id, dtype=_U64),
-            values=np.array(samples.value, dtype=_I64),
+            location_ids=location_ids,
+            values=values,
             n_values=counts[1] if counts else None,
             n_locations=counts[0] if counts else None,
             label_key=np.array(labels_all.key, dtype=_I64),
@@ -134,12 +138,16 @@ class Tables:
         )
 
 
-def _sample_counts(data: bytes, payloads: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray] | None:
+def _sample_counts(
+    data: bytes, payloads: Sequence[bytes], totals: tuple[int, int]
+) -> tuple[np.ndarray, np.ndarray] | None:
     """Location ids and values per sample, by walking all samples' fields at once in numpy.
 
     Every field of a clean sample is location_id (1) or value (2), packed or not, or a label (3),
-    so each round reads one tag and skips one field in every sample still being walked. None if
-    a tag is not one byte or a sample has too many fields: the caller then counts in Python.
+    so each round reads one tag and skips one field in every sample still being walked. The walk
+    stops as soon as the counts add up to totals (all location ids and values, as decoded):
+    nothing left can be one of them, so labels after them need no rounds. None if a tag is not
+    one byte or a sample has too many fields: the caller then counts in Python.
     """
     n = len(payloads)
     lengths = np.fromiter(map(len, payloads), _I64, count=n)
@@ -150,9 +158,10 @@ def _sample_counts(data: bytes, payloads: Sequence[bytes]) -> tuple[np.ndarray, 
     ends_before = np.zeros(buf.size + 1, np.int32)
     np.cumsum(buf < 0x80, out=ends_before[1:])
     counts = np.zeros((3, n), _I64)
+    found_ids = found_values = 0
     active = np.flatnonzero(pos < ends)
     for _ in range(_MAX_ROUNDS):
-        if active.size == 0:
+        if active.size == 0 or (found_ids, found_values) == totals:
             return counts[1], counts[2]
         at = pos[active]
         tag = buf[at]
@@ -160,21 +169,31 @@ def _sample_counts(data: bytes, payloads: Sequence[bytes]) -> tuple[np.ndarray, 
             return None
         field, wire = tag >> 3, tag & 7
         packed = wire == 2
-        # The varint after the tag (a value, or a packed run's length): its end and value.
-        size = np.zeros(active.size, _I64)
-        stop = np.full(active.size, -1, _I64)
-        for k in range(10):
-            byte = buf[at + 1 + k]
-            open_ = stop < 0
-            if k < 5:  # lengths fit in 5 bytes; longer varints are values, whose size is unused
-                size |= np.where(open_, (byte & 0x7F).astype(_I64) << (7 * k), 0)
-            stop[open_ & (byte < 0x80)] = at[open_ & (byte < 0x80)] + 1 + k
-        data_end = np.where(packed, stop + 1 + size, stop + 1)
+        # The varint after the tag (a value, or a packed run's length): its last byte and, for
+        # lengths (they fit in 5 bytes), its value. Each step reads on only for the longer ones.
+        last = at + 1
+        byte = buf[last]
+        size = (byte & 0x7F).astype(_I64)
+        going = np.flatnonzero(byte >= 0x80)
+        for k in range(1, 10):
+            if going.size == 0:
+                break
+            last[going] += 1
+            byte = buf[last[going]]
+            if k < 5:
+                size[going] |= (byte & 0x7F).astype(_I64) << (7 * k)
+            going = going[byte >= 0x80]
+        if going.size:
+            return None
+        data_end = np.where(packed, last + 1 + size, last + 1)
         # Unknown fields Go skips may be fixed64 (wire type 1) or fixed32 (5).
         data_end = np.where(wire == 1, at + 9, np.where(wire == 5, at + 5, data_end))
-        found = np.where(packed, ends_before[data_end] - ends_before[stop + 1], 1)
+        found = np.where(packed, ends_before[data_end] - ends_before[last + 1], 1)
+        found = np.where(field < 3, found, 0)
         # Each sample is walked once per round, so plain fancy indexing adds without collisions.
-        counts[np.minimum(field, 2), active] += np.where(field < 3, found, 0)
+        counts[np.minimum(field, 2), active] += found
+        found_ids += int(found[field == 1].sum())
+        found_values += int(found[field == 2].sum())
         pos[active] = data_end
         active = active[data_end < ends[active]]
     return None

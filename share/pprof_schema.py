@@ -8,6 +8,11 @@
   Profile, time_nanos and period_type are repeated, to see a second one.
 - ALL: every field repeated (message fields as bytes), so no value is lost to "last one wins";
   used to range-check every string index in one array.
+- LABELS_SHALLOW, LABELS_ALL: a Sample whose label is one message, not a list: protobuf merges
+  the occurrences of a singular message field, which is the same as decoding their joined
+  payloads, so decoding all samples' joined bytes yields every label as one SHALLOW (or ALL)
+  Label without a Python object per label. LABELS_ALL reads location_id and value as bytes, to
+  skip them cheaply.
 """
 
 from __future__ import annotations
@@ -61,6 +66,23 @@ def _all(message: str, field: Any) -> None:
     field.label = _Field.LABEL_REPEATED
 
 
+def _merged_labels(inner: Callable[[str, Any], None]) -> Callable[[str, Any], None]:
+    """Sample.label as a singular message (its occurrences merge); other fields as inner does."""
+
+    def change(message: str, field: Any) -> None:
+        if message == "Sample" and field.name == "label":
+            field.label = _Field.LABEL_OPTIONAL
+        elif message == "Sample" and inner is _all:
+            field.type = _Field.TYPE_BYTES  # location_id and value: not decoded again
+            field.label = _Field.LABEL_OPTIONAL
+        else:
+            inner(message, field)
+
+    return change
+
+
 FULL = _variant("pprofshare.full", lambda message, field: None)
 SHALLOW = _variant("pprofshare.shallow", _shallow)
 ALL = _variant("pprofshare.all", _all)
+LABELS_SHALLOW = _variant("pprofshare.labels_shallow", _merged_labels(_shallow))
+LABELS_ALL = _variant("pprofshare.labels_all", _merged_labels(_all))

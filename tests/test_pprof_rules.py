@@ -236,3 +236,32 @@ def test_exact_decoder_has_a_size_cap(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(pprof, "MAX_EXACT_BYTES", 10)
     assert "only up to" in refused(tag(0, 0) + b"\x05" + base().SerializeToString())
     parse(base().SerializeToString())  # the fast path has no such cap
+
+
+def test_labels_of_every_sample_are_checked() -> None:
+    # Labels are read from all samples' bytes at once: one in a later sample is looked up too.
+    p = base()
+    p.sample.add(location_id=[1], value=[3, 30], label=[Label(key=8, str=9)])
+    p.sample.add(location_id=[1], value=[4, 40], label=[Label(key=8, str=9), Label(key=8)])
+    assert parse(p.SerializeToString()).values.tolist()[2:] == [[3, 30], [4, 40]]
+    p.sample[3].label[1].str = 77
+    assert "string index 77 out of range" in refused(p.SerializeToString())
+    assert "a label value of sample 3" in refused(p.SerializeToString())
+
+
+def test_label_field_with_wrong_wire_type_is_a_type_mismatch() -> None:
+    label = tag(1, 2) + b"\x01\x08"  # key (a singular int64) packed
+    sample = tag(1, 0) + b"\x01" + tag(2, 0) + b"\x01" + tag(2, 0) + b"\x01"
+    raw = base().SerializeToString() + field_bytes(2, sample + field_bytes(3, label))
+    assert "type mismatch" in refused(raw)
+
+
+def test_location_ids_after_labels_are_counted() -> None:
+    # Not Go's field order: the walk over samples cannot stop once labels begin.
+    # Every value is read by the second field of each sample, the last location ids much later.
+    label = field_bytes(3, tag(1, 0) + b"\x08" + tag(2, 0) + b"\x09")
+    first = tag(2, 0) + b"\x05" + tag(2, 0) + b"\x06" + label + tag(1, 0) + b"\x01"
+    second = tag(2, 0) + b"\x07" + tag(2, 0) + b"\x08" + label + label + field_bytes(1, b"\x01\x01")
+    parsed = parse(base().SerializeToString() + field_bytes(2, first) + field_bytes(2, second))
+    assert parsed.location_offsets.tolist() == [0, 1, 3, 4, 6]
+    assert parsed.values.tolist()[2:] == [[5, 6], [7, 8]]

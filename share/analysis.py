@@ -146,6 +146,13 @@ def _dense(ids: np.ndarray, refs: np.ndarray) -> np.ndarray:
     if not len(ids) or not len(refs):
         return np.full(len(refs), -1, dtype=_I64)
     lo, hi = ids.min(), ids.max()
+    if int(hi - lo) + 1 == len(ids) and bool((ids[1:] > ids[:-1]).all()):
+        # Ids lo, lo + 1, ... in order (Go writes 1..n): the index is the id minus lo.
+        r_lo, r_hi = refs.min(), refs.max()
+        out = (refs - lo).astype(_I64)  # uint64 arithmetic: wraps, and refs < lo are marked
+        if r_lo < lo or r_hi > hi:
+            out[(refs < lo) | (refs > hi)] = -1
+        return out
     if int(hi - lo) < 8 * len(ids) + 65536:
         # Ids are usually 1..n: a lookup table beats a binary search per reference.
         table = np.full(int(hi - lo) + 2, -1, dtype=_I64)

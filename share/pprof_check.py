@@ -216,6 +216,8 @@ def _all_in(values: np.ndarray, ids: np.ndarray) -> bool:
     lo, hi = ids.min(), ids.max()
     if values.min() < lo or values.max() > hi:
         return False
+    if int(hi - lo) + 1 == ids.size and bool((ids[1:] > ids[:-1]).all()):
+        return True  # ids lo, lo + 1, ..., hi in order (Go writes 1..n): every value is one
     if int(hi - lo) < 8 * ids.size + 65536:
         # Ids are usually 1..n: a lookup table beats a binary search per value by far.
         table = np.zeros(int(hi - lo) + 1, bool)

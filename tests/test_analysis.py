@@ -420,3 +420,13 @@ def test_equal_stacks_are_stored_once_and_map_back_exactly() -> None:
     for sample, shape in enumerate(picks):
         u = stack_of[sample]
         assert u_loc[u_off[u] : u_off[u + 1]].tolist() == shapes[shape]
+
+
+@pytest.mark.parametrize(
+    "ids",
+    [[1, 2, 3, 4], [5, 6, 7], [3, 1, 2], [1, 2, 4], [2**63, 2**63 + 1], [10, 1000, 10**9]],
+)
+def test_dense_ids_map_references_to_indices(ids: list[int]) -> None:
+    refs = ids + ids[::-1] + [0, 8, 999, 2**64 - 1]
+    got = analysis._dense(np.array(ids, dtype=np.uint64), np.array(refs, dtype=np.uint64))
+    assert got.tolist() == [ids.index(r) if r in ids else -1 for r in refs]

@@ -90,23 +90,41 @@ class Tree:
 
 
 class _Heaviest:
-    """The `size` largest |values| among the nodes built so far (a lower bound on the cut)."""
+    """Weights of the nodes built so far: enough of them to bound the budget's cut from below.
+
+    The bound (the size-th largest weight) is refreshed only when the weights kept have doubled,
+    so the partition costs little per level; a stale bound is lower, so it prunes less but
+    never wrongly.
+    """
 
     def __init__(self, size: int) -> None:
         self.size = size
-        self.mags = np.zeros(0, dtype=_I64)
+        self.parts: list[np.ndarray] = []
+        self.count = 0
+        self.bound: int | None = None
+
+    @property
+    def mags(self) -> np.ndarray:
+        """Every weight kept (all that can still be among the heaviest, maybe a few more)."""
+        if len(self.parts) != 1:
+            self.parts = [np.concatenate(self.parts) if self.parts else np.zeros(0, dtype=_I64)]
+        return self.parts[0]
 
     def admits(self, mags: np.ndarray) -> np.ndarray:
         """Nodes that may still be among the heaviest: a tie loses to the nodes built before."""
-        if len(self.mags) < self.size:
+        if self.bound is None:
             return np.ones(len(mags), dtype=bool)
-        return mags > self.mags.min()
+        return mags > self.bound
 
     def add(self, mags: np.ndarray) -> None:
-        both = np.concatenate((self.mags, mags))
-        if len(both) > self.size:
-            both = np.partition(both, len(both) - self.size)[len(both) - self.size :]
-        self.mags = both
+        self.parts.append(mags)
+        self.count += len(mags)
+        if self.count >= self.size and (self.bound is None or self.count > 2 * self.size):
+            both = self.mags
+            if len(both) > self.size:
+                both = np.partition(both, len(both) - self.size)[len(both) - self.size :]
+            self.parts, self.count = [both], len(both)
+            self.bound = int(both.min())
 
     def chain_take(self, mags: np.ndarray, lengths: np.ndarray) -> np.ndarray:
         """How many nodes of each chain (all of magnitude mags[c]) can be among the heaviest.

@@ -284,6 +284,23 @@ class Stacks:
     files: list[str]
     keys: list[str]  # fmt.Sprint(NodeInfo), pprof's last tie-break when sorting
     any_inline: bool
+    _name_ranks: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
+
+    def name_ranks(self) -> tuple[np.ndarray, np.ndarray]:
+        """(place, rank) per node by name, from one sort shared by the top table and the flame
+        graph: place is distinct (equal names by node id), rank is equal for equal names."""
+        if self._name_ranks is None:
+            names = self.names
+            order = sorted(range(len(names)), key=names.__getitem__)
+            place = np.empty(len(names), dtype=_I64)
+            place[order] = np.arange(len(names))
+            ranked = [names[i] for i in order]
+            new = np.ones(len(order), dtype=_I64)
+            new[1:] = [a != b for a, b in zip(ranked, ranked[1:], strict=False)]
+            rank = np.empty(len(names), dtype=_I64)
+            rank[order] = np.cumsum(new) - 1
+            self._name_ranks = (place, rank)
+        return self._name_ranks
 
 
 def stacks(t: Tables) -> Stacks:
@@ -781,10 +798,9 @@ def _ranks(texts: list[str]) -> np.ndarray:
 
 def _flat_name_order(g: Graph, nodes: np.ndarray) -> np.ndarray:
     """graph.FlatNameOrder: |flat| desc, name, |cum| desc, then fmt.Sprint(NodeInfo)."""
-    names = [g.stacks.names[n] for n in nodes.tolist()]
-    name_rank = _ranks(names)
+    name_rank = g.stacks.name_ranks()[1][nodes]
     keys = [np.zeros(len(nodes), dtype=_I64)]
-    if len(set(names)) < len(names):  # same printed name, different nodes: Sprint decides
+    if len(np.unique(name_rank)) < len(nodes):  # same printed name, different nodes: Sprint
         keys = [_ranks([g.stacks.keys[n] for n in nodes.tolist()])]
     # ~x orders int64 descending without overflow; np.abs keeps MIN negative, as abs64 does.
     return np.lexsort((*keys, ~np.abs(g.cum[nodes]), name_rank, ~np.abs(g.flat[nodes])))

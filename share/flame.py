@@ -44,7 +44,7 @@ def flamegraph(
     t = _tree(
         st.frame_node, st.frame_off, g.stack_weights, g.total, len(st.names), node_fraction, budget
     )
-    order = _preorder(t.parent, t.node, t.value, t.depth, st.names)
+    order = _preorder(t.parent, t.node, t.value, t.depth, st.name_ranks()[0])
     used, name_of = np.unique(t.node[1:], return_inverse=True)
     name_index = np.zeros(len(t.node), dtype=_I64)
     name_index[1:] = name_of + 1
@@ -304,16 +304,15 @@ def _choose(
 
 
 def _preorder(
-    parent: np.ndarray, node: np.ndarray, value: np.ndarray, depth: np.ndarray, names: list[str]
+    parent: np.ndarray, node: np.ndarray, value: np.ndarray, depth: np.ndarray, place: np.ndarray
 ) -> np.ndarray:
-    """Tree node ids in preorder, children by value (descending), then name."""
+    """Tree node ids in preorder, children by value (descending), then name (place: each graph
+    node's place in name order)."""
     n = len(parent)
     if n == 1:
         return np.zeros(1, dtype=_I64)
-    rank = np.zeros(len(names) + 1, dtype=_I64)  # rank[0]: the root
-    rank[1 + np.array(sorted(range(len(names)), key=names.__getitem__), dtype=_I64)] = np.arange(
-        1, len(names) + 1
-    )
+    rank = np.zeros(len(place) + 1, dtype=_I64)  # rank[0]: the root
+    rank[1:] = place + 1
     by_depth = np.argsort(depth, kind="stable")
     bounds = np.searchsorted(depth[by_depth], np.arange(int(depth.max()) + 2))
     levels = [by_depth[bounds[k] : bounds[k + 1]] for k in range(1, len(bounds) - 1)]

@@ -23,9 +23,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
+from google.protobuf.message import DecodeError
 
 from . import pbcolumns as pc
 from .names import demangled_names, go_regexp, simplify
+from .pprof_schema import SHALLOW
 from .report import Header, Rows, abs64, go_base, go_int64, wrap64
 
 MIN64 = -(1 << 63)
@@ -165,6 +167,26 @@ def _dense(ids: np.ndarray, refs: np.ndarray) -> np.ndarray:
     return np.where(sorted_ids[pos] == refs, order[pos], -1).astype(_I64)
 
 
+def _stored_payloads(parsed: Any) -> Any:
+    """The profile's messages as uploaded, one bytes object each (None if they cannot be used).
+
+    Reading fields off these (last one wins, unknown ones skipped, as Go reads them) saves
+    serializing every location and function again; the counts must match the decoded message,
+    else (a file the parser re-encoded first) the message is serialized instead.
+    """
+    raw = getattr(parsed, "raw", None)
+    if raw is None:
+        return None
+    try:
+        top = SHALLOW["Profile"].FromString(raw)
+    except DecodeError:
+        return None
+    msg = parsed.message
+    if len(top.location) != len(msg.location) or len(top.function) != len(msg.function):
+        return None
+    return top
+
+
 def _build_tables(parsed: Any) -> Tables:
     msg = parsed.message
     strings: list[str] = list(parsed.strings)
@@ -203,7 +225,8 @@ def _build_tables(parsed: Any) -> Tables:
     first = msg.mapping[0] if len(msg.mapping) else None
 
     # Locations and their lines.
-    lbuf = pc.serialize(msg.location)
+    stored = _stored_payloads(parsed)
+    lbuf = pc.joined(stored.location) if stored else pc.serialize(msg.location)
     lf = pc.fields(lbuf)
     n_loc = len(lbuf)
     loc_ids = pc.last_value(lf, 1, n_loc)
@@ -215,7 +238,7 @@ def _build_tables(parsed: Any) -> Tables:
     line_off = pc.offsets(np.bincount(line_rows.msg, minlength=n_loc))
 
     # Functions.
-    fbuf = pc.serialize(msg.function)
+    fbuf = pc.joined(stored.function) if stored else pc.serialize(msg.function)
     ff = pc.fields(fbuf)
     n_func = len(fbuf)
     func_ids = pc.last_value(ff, 1, n_func)

@@ -51,10 +51,16 @@ def serialize(messages: Sequence[Any]) -> Buffer:
     """Serialize every message of a repeated field into one Buffer."""
     if not len(messages):
         return Buffer(np.zeros(_PAD, dtype=np.uint8), np.zeros(0, np.int64), np.zeros(0, np.int64))
-    parts = list(map(type(messages[0]).SerializeToString, messages))
-    lengths = np.fromiter(map(len, parts), dtype=np.int64, count=len(parts))
+    return joined(list(map(type(messages[0]).SerializeToString, messages)))
+
+
+def joined(payloads: Sequence[bytes]) -> Buffer:
+    """Serialized messages (e.g. a repeated field's payloads as stored) as one Buffer."""
+    if not len(payloads):
+        return Buffer(np.zeros(_PAD, dtype=np.uint8), np.zeros(0, np.int64), np.zeros(0, np.int64))
+    lengths = np.fromiter(map(len, payloads), dtype=np.int64, count=len(payloads))
     ends = np.cumsum(lengths)
-    blob = b"".join(parts) + bytes(_PAD)
+    blob = b"".join(payloads) + bytes(_PAD)
     return Buffer(np.frombuffer(blob, dtype=np.uint8), ends - lengths, ends)
 
 

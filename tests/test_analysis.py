@@ -430,3 +430,39 @@ def test_dense_ids_map_references_to_indices(ids: list[int]) -> None:
     refs = ids + ids[::-1] + [0, 8, 999, 2**64 - 1]
     got = analysis._dense(np.array(ids, dtype=np.uint64), np.array(refs, dtype=np.uint64))
     assert got.tolist() == [ids.index(r) if r in ids else -1 for r in refs]
+
+
+def _varint(x: int) -> bytes:
+    out = bytearray()
+    while x >= 0x80:
+        out.append(x & 0x7F | 0x80)
+        x >>= 7
+    return bytes(out + bytes([x]))
+
+
+def _field(number: int, payload: bytes) -> bytes:
+    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+
+
+def test_messages_read_as_stored_agree_with_the_decoded_message(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # Go's reading: a repeated singular field's last value wins, unknown fields are skipped,
+    # field 0 too, and repeated fields may come unpacked.
+    p = profile_pb2.Profile()
+    p.string_table.extend(["", "samples", "count", "first", "second", "f.go", "g"])
+    p.sample_type.add(type=1, unit=2)
+    p.sample.add(location_id=[1, 2], value=[5])
+    p.sample.add(location_id=[2], value=[7])
+    p.function.add(id=2, name=6, system_name=6)
+    p.location.add(id=2, line=[profile_pb2.Line(function_id=2, line=1)])
+    # id 1, name "first", system_name "first", name "second", unknown field 9, filename f.go
+    odd_function = b"\x08\x01\x10\x03\x18\x03\x10\x04\x48\x09\x20\x05"
+    # id 1, a line of function 1, field 0, unknown field 15
+    odd_location = b"\x08\x01" + _field(4, b"\x08\x01") + b"\x00\x05\x78\x01"
+    raw = p.SerializeToString() + _field(5, odd_function) + _field(4, odd_location)
+    parsed = pprof.parse(raw, max_profile_bytes=1 << 20)
+    stored = analysis.top(analysis.graph(analysis.tables(parsed), 0))
+    assert [r.name for r in stored.rows] == ["g", "second"]  # the function's second name wins
+    monkeypatch.setattr(analysis, "_stored_payloads", lambda parsed: None)
+    again = pprof.parse(raw, max_profile_bytes=1 << 20)
+    decoded = analysis.top(analysis.graph(analysis.tables(again), 0))
+    assert list(stored.rows) == list(decoded.rows)

@@ -193,24 +193,28 @@ class Share:
             self.meta.unlock(pid, token)
 
     # --- reading ------------------------------------------------------------------------
-    def _live_record(self, pid: str, now: float) -> Record | None:
-        """Under the lease: the record if it has not expired; an expired one is removed."""
+    def _lookup(self, pid: str, now: float) -> tuple[Record | None, bool]:
+        """(the record if live, whether the profile has expired and awaits purging)."""
         record = self.meta.load(pid)
         if record is not None and (record.expires_at is None or record.expires_at > now):
-            return record
+            return record, False
         expiry = record.expires_at if record is not None else self.meta.expiry_of(pid)
-        if expiry is not None and expiry <= now:
+        return None, expiry is not None and expiry <= now
+
+    def _live_record(self, pid: str, now: float) -> Record | None:
+        """Under the lease: the record if it has not expired; an expired one is removed."""
+        record, expired = self._lookup(pid, now)
+        if expired:
             self._purge_held(pid, now)
-        return None
+        return record
 
     def record(self, pid: str) -> Record:
         """The record of a live profile; NotFound, or Gone once it has expired."""
         now = self.clock()
-        record = self.meta.load(pid)
-        if record is not None and (record.expires_at is None or record.expires_at > now):
+        record, expired = self._lookup(pid, now)
+        if record is not None:
             return record
-        expiry = record.expires_at if record is not None else self.meta.expiry_of(pid)
-        if expiry is not None and expiry <= now:
+        if expired:
             self.purge(pid, now)
             raise Gone(f"profile {pid} has expired")
         raise NotFound(f"no profile with id {pid}")

@@ -64,6 +64,12 @@ def unique_profile() -> bytes:
     return gzip.compress(profile.SerializeToString())
 
 
+def upload_unique(server: str) -> dict[str, str]:
+    reply = requests.post(server, data=unique_profile(), headers={"Accept": "application/json"})
+    assert reply.status_code == 201, reply.text
+    return reply.json()
+
+
 def test_readme_lists_upload_and_download_lines():
     commands = readme_commands()
     assert any(c.startswith("curl -F file=@") for c in commands)
@@ -75,21 +81,21 @@ def test_readme_commands_work_as_they_stand(live_server, fake_pprof_endpoint, tm
     if shutil.which("curl") is None:
         pytest.fail("curl is needed for this test")
     shutil.copy(CORPUS / "go-runtime/cpu-small.pb.gz", tmp_path / "cpu.pb.gz")
-    reply = requests.post(
-        live_server, data=unique_profile(), headers={"Accept": "application/json"}
-    ).json()
-    substitutions = {
-        PLACEHOLDER_HOST: live_server,
-        PROFILE_ENDPOINT: fake_pprof_endpoint,
-        "/ID": f"/{reply['id']}",
-        "TOKEN": reply.get("delete_token", ""),
-    }
+    shutil.copy(CORPUS / "go-runtime/heap.pb.gz", tmp_path / "heap.pb.gz")
+    shared = upload_unique(live_server)
     ran = 0
-    # The delete line goes last: it removes the profile the other lines read.
-    commands = sorted(readme_commands(), key=lambda c: "DELETE" in c)
+    # Lines that delete go last and each get a profile of their own to delete.
+    commands = sorted(readme_commands(), key=lambda c: "TOKEN" in c)
     for command in commands:
         if command.startswith("go ") and shutil.which("go") is None:
             continue
+        own = upload_unique(live_server) if "TOKEN" in command else shared
+        substitutions = {
+            PLACEHOLDER_HOST: live_server,
+            PROFILE_ENDPOINT: fake_pprof_endpoint,
+            "/ID": f"/{own['id']}",
+            "TOKEN": own["delete_token"],
+        }
         for old, new in substitutions.items():
             command = command.replace(old, new)
         result = subprocess.run(
@@ -102,4 +108,4 @@ def test_readme_commands_work_as_they_stand(live_server, fake_pprof_endpoint, tm
         )
         assert result.returncode == 0, (command, result.stdout[-500:], result.stderr[-500:])
         ran += 1
-    assert ran >= 6
+    assert ran >= 15

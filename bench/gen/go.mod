@@ -1,0 +1,3 @@
+module pprof-share/bench/gen
+
+go 1.19

@@ -170,8 +170,7 @@ async function show(si, opts) {
   dom.emptyType.textContent = type ? ` of type ${typeName}` : "";
   dom.flame.hidden = fg.no_samples;
   dom.top.hidden = fg.no_samples;
-  const trimmed = fg.trimmed || { nodes: 0 };
-  dom.trimmed.hidden = fg.no_samples || (!trimmed.nodes && !state.full);
+  dom.trimmed.hidden = fg.no_samples || (!hidesWeight(fg) && !state.full);
   dom.trimmedText.textContent = fg.no_samples ? "" : trimNote(fg);
   dom.detail.textContent = state.full ? "Hide small frames" : "Show every frame";
   if (!fg.no_samples) {
@@ -206,12 +205,18 @@ function rowObjects(columns) {
   return columns.name.map((_, i) => Object.fromEntries(keys.map((k) => [k, columns[k][i]])));
 }
 
+/** Whether the server left out frames that carry any weight (zero-valued ones draw nothing). */
+function hidesWeight(fg) {
+  const t = fg.trimmed || { nodes: 0 };
+  return Boolean(t.nodes && (t.value || t.max));
+}
+
 /** What the server left out of the flame graph (fg.trimmed), and why it hardly shows. */
 function trimNote(fg) {
   const t = fg.trimmed || { nodes: 0 };
   const count = (n) => n.toLocaleString("en-US");
   const shown = fg.nodes.name.length - 1;
-  if (!t.nodes) return `Every frame shown (${count(shown)}).`;
+  if (!hidesWeight(fg)) return `Every frame shown (${count(shown)}).`;
   const limits = [];
   if (t.budget) limits.push(`the ${count(shown)} heaviest frames`);
   if (t.node_fraction) limits.push(`frames over ${formatPct(t.node_fraction, 1)} of the total`);

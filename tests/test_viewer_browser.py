@@ -398,3 +398,16 @@ def test_large_profile_paints(page, live_server):
     assert shown and int(shown.group(1).replace(",", "")) > 1_000_000
     shot(page, "cpu-xl-all")
     assert page.console_errors == []
+
+
+def test_no_trim_note_when_only_zero_valued_frames_are_left_out(page, live_server):
+    # heap-large's inuse_space: the budget leaves out only frames worth 0 (they draw nothing).
+    url = upload(live_server, CORPUS / "go-runtime" / "heap-large.pb.gz")
+    api = url.replace(live_server, live_server + "/api/v1/profiles") + "/flamegraph"
+    trimmed = requests.get(api, params={"si": "inuse_space"}, timeout=60).json()["trimmed"]
+    assert trimmed["nodes"] > 0 and trimmed["value"] == 0 and trimmed["max"] == 0
+    open_profile(page, url + "#si=inuse_space")
+    assert page.locator("#trimmed").is_hidden()
+    page.select_option("#sample-type", index=1)  # alloc_space: real weight is left out
+    page.wait_for_selector("#trimmed-text:has-text('heaviest frames')", timeout=60_000)
+    assert page.console_errors == []

@@ -8,12 +8,15 @@ skip on a developer's machine and a failure under CI=true.
 from __future__ import annotations
 
 import csv
+import json
 import os
 import shutil
 import socket
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -183,13 +186,15 @@ def client(app):  # type: ignore[no-untyped-def]
 
 
 # --- a real server ---------------------------------------------------------------------------
-def start_server(env: dict[str, str], log: Path) -> tuple[str, subprocess.Popen[bytes]]:
-    """`pprof-share serve --workers 2` with env on a free port, stderr to log: (base URL,
-    process). Our own server not starting is a bug, so a failure, never a skip."""
+def start_server(
+    env: dict[str, str], log: Path, workers: int = 2
+) -> tuple[str, subprocess.Popen[bytes]]:
+    """`pprof-share serve` with env on a free port, stderr to log: (base URL, process).
+    Our own server not starting is a bug, so a failure, never a skip."""
     port = free_port()
     with open(log, "wb") as out:
         proc = subprocess.Popen(
-            [str(BIN / "pprof-share"), "serve", "--port", str(port), "--workers", "2"],
+            [str(BIN / "pprof-share"), "serve", "--port", str(port), "--workers", str(workers)],
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=out,
@@ -198,6 +203,27 @@ def start_server(env: dict[str, str], log: Path) -> tuple[str, subprocess.Popen[
         stop(proc)
         pytest.fail(f"pprof-share serve did not start: {log.read_text()}")
     return f"http://127.0.0.1:{port}", proc
+
+
+def http_status(url: str) -> int:
+    """The status a GET of url answers, errors included."""
+    try:
+        with urllib.request.urlopen(url, timeout=30) as response:
+            return response.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+def server_error(server: str, data: bytes) -> str:
+    """The message the server itself gives a JSON client for this upload (which must fail)."""
+    request = urllib.request.Request(
+        server + "/", data=data, headers={"Accept": "application/json"}, method="POST"
+    )
+    try:
+        urllib.request.urlopen(request, timeout=30).close()
+    except urllib.error.HTTPError as exc:
+        return json.loads(exc.read())["error"]["message"]
+    raise AssertionError("the upload was accepted")
 
 
 @pytest.fixture(scope="session")

@@ -7,21 +7,13 @@ import os
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 from test_cli_upload import REPO, cli, unique_profile
 
 from share import create_app
 
-
-def status_of(url: str) -> int:
-    try:
-        with urllib.request.urlopen(url, timeout=30) as response:
-            return response.status
-    except urllib.error.HTTPError as exc:
-        return exc.code
+from conftest import http_status
 
 
 def uploaded(server: str, tmp_path: Path) -> dict:
@@ -40,7 +32,7 @@ def test_delete_with_a_wrong_token_is_refused(live_server: str, tmp_path: Path) 
     assert len(lines) == 1
     assert lines[0].startswith(f"pprof-share: {reply['url']}: ")
     assert "token" in lines[0] and "(HTTP 403)" in lines[0]
-    assert status_of(reply["raw_url"]) == 200
+    assert http_status(reply["raw_url"]) == 200
 
 
 def test_delete_with_the_token(live_server: str, tmp_path: Path) -> None:
@@ -48,8 +40,8 @@ def test_delete_with_the_token(live_server: str, tmp_path: Path) -> None:
     result = cli("delete", reply["url"], "--token", reply["delete_token"], server=live_server)
     assert result.returncode == 0, result.stderr
     assert result.stdout == f"deleted {reply['url']}\n"
-    assert status_of(reply["url"]) == 404
-    assert status_of(reply["raw_url"]) == 404
+    assert http_status(reply["url"]) == 404
+    assert http_status(reply["raw_url"]) == 404
     again = cli("delete", reply["url"], "--token", reply["delete_token"], server=live_server)
     assert again.returncode == 1 and "(HTTP 404)" in again.stderr
 
@@ -58,7 +50,7 @@ def test_delete_by_id_on_the_configured_server(live_server: str, tmp_path: Path)
     reply = uploaded(live_server, tmp_path)
     result = cli("delete", reply["id"], "--token", reply["delete_token"], server=live_server)
     assert result.returncode == 0, result.stderr
-    assert status_of(reply["url"]) == 404
+    assert http_status(reply["url"]) == 404
 
 
 def test_prune_removes_only_expired_profiles(tmp_path: Path) -> None:

@@ -23,7 +23,7 @@ import pytest
 from share import client
 from share._proto import profile_pb2
 
-from conftest import BIN, free_port, stop, wait_for_port
+from conftest import free_port, server_error, start_server, stop
 
 REPO = Path(__file__).parent.parent
 CORPUS = Path(__file__).parent / "corpus"
@@ -63,16 +63,6 @@ def fetch(url: str) -> bytes:
 def record_of(link: str) -> dict:
     base, pid = link.rsplit("/", 1)
     return json.loads(fetch(f"{base}/api/v1/profiles/{pid}"))
-
-
-def server_error(server: str, data: bytes) -> str:
-    """The message the server itself gives a JSON client for this upload."""
-    request = urllib.request.Request(
-        server + "/", data=data, headers={"Accept": "application/json"}, method="POST"
-    )
-    with pytest.raises(urllib.error.HTTPError) as info:
-        urllib.request.urlopen(request, timeout=30)
-    return json.loads(info.value.read())["error"]["message"]
 
 
 def test_upload_file_prints_only_the_link(live_server: str, tmp_path: Path) -> None:
@@ -281,23 +271,13 @@ SMALL_LIMIT = 100 * 1024
 
 def serve_small(data: Path) -> tuple[str, subprocess.Popen[bytes]]:
     """`pprof-share serve` of our own with a 100 KiB upload limit: (base URL, process)."""
-    port = free_port()
     env = dict(
         os.environ,
         SHARE_BLOBS=f"file:{data}/blobs",
         SHARE_META=f"sqlite:{data}/meta.sqlite3",
         SHARE_MAX_UPLOAD_BYTES=str(SMALL_LIMIT),
     )
-    proc = subprocess.Popen(
-        [str(BIN / "pprof-share"), "serve", "--port", str(port), "--workers", "1"],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    if not wait_for_port(port, proc, timeout=30):
-        stop(proc)
-        pytest.fail("pprof-share serve did not start")
-    return f"http://127.0.0.1:{port}", proc
+    return start_server(env, data / "server.log", workers=1)
 
 
 @pytest.fixture(scope="module")

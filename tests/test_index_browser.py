@@ -17,7 +17,7 @@ from test_cli_upload import serve_small
 
 from share._proto import profile_pb2
 
-from conftest import ARTIFACTS, stop
+from conftest import ARTIFACTS, http_status, server_error, stop
 
 pytestmark = pytest.mark.browser
 
@@ -58,24 +58,6 @@ def unique_profile(path: Path) -> bytes:
 def drop(page, files: list[tuple[str, bytes]], selector: str = "#manual") -> dict:  # type: ignore[no-untyped-def]
     encoded = [[name, base64.b64encode(data).decode()] for name, data in files]
     return page.evaluate(DROP_JS, [encoded, selector])
-
-
-def http_status(url: str) -> int:
-    try:
-        with urllib.request.urlopen(url, timeout=30) as response:
-            return response.status
-    except urllib.error.HTTPError as exc:
-        return exc.code
-
-
-def server_error(server: str, data: bytes) -> str:
-    """The message the server gives a JSON client for this upload."""
-    request = urllib.request.Request(
-        server + "/", data=data, headers={"Accept": "application/json"}, method="POST"
-    )
-    with pytest.raises(urllib.error.HTTPError) as info:
-        urllib.request.urlopen(request, timeout=30)
-    return json.loads(info.value.read())["error"]["message"]
 
 
 def throttle(page, upload_bytes_per_second: int) -> None:  # type: ignore[no-untyped-def]

@@ -21,8 +21,8 @@ bench: test-deps $(VENV)/.installed-test
 
 proto: $(VENV)/.installed-test
 	$(VENV)/bin/pip install -q -e '.[proto]'
-	$(PY) -m grpc_tools.protoc -Ishare/_proto --python_out=share/_proto \
-		--pyi_out=share/_proto share/_proto/profile.proto
+	$(PY) -m grpc_tools.protoc -Ishare/pprof/_proto --python_out=share/pprof/_proto \
+		--pyi_out=share/pprof/_proto share/pprof/_proto/profile.proto
 
 system-deps:
 	@bash .ci/system-deps.sh base

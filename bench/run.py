@@ -39,8 +39,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from share import analysis, create_app, pprof, reports  # noqa: E402
-from share._proto import profile_pb2  # noqa: E402
+from share import create_app, pprof  # noqa: E402
+from share.analysis import views  # noqa: E402
+from share.analysis.tables import tables  # noqa: E402
+from share.pprof._proto import profile_pb2  # noqa: E402
 
 CORPUS = ROOT / "tests" / "corpus"
 OUT = ROOT / "bench" / "out"
@@ -65,9 +67,9 @@ def floor(data: bytes) -> None:
 
 def analyse(data: bytes) -> None:
     parsed = pprof.parse(data, max_profile_bytes=1 << 30)
-    index = analysis.tables(parsed).sample_index(None)
-    reports.flamegraph_json(parsed, index)
-    reports.top_json(parsed, index, 0)
+    index = tables(parsed).sample_index(None)
+    views.flamegraph_json(parsed, index)
+    views.top_json(parsed, index, 0)
 
 
 def timed(fn: Callable[[], object]) -> float:
@@ -115,8 +117,6 @@ def main() -> int:
     else:
         print(f"go is not installed: no {LABELLED_GO.name}, only the synthetic labelled profile")
     app = create_app({"BLOBS": f"file:{work}/blobs", "META": f"sqlite:{work}/meta.sqlite3"})
-    if "reports" not in app.blueprints:
-        app.register_blueprint(reports.bp)
     client = app.test_client()
 
     python = sys.version.split()[0]

@@ -15,10 +15,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import pprof
-from .blobs import BlobStore
-from .config import parse_duration
+from .config import ConfigError, parse_duration
 from .errors import BadProfile, Forbidden, Gone, NotFound, ShareError, TooLarge
-from .meta import MetaStore, Record
+from .store import blobs, meta
+from .store.blobs import BlobStore
+from .store.meta import MetaStore, Record
 
 ID_LENGTH = 16  # base64url characters: 96 bits of SHA-256
 LOCK_LEASE_SECONDS = 60  # a crashed holder's lease lapses after this
@@ -86,6 +87,21 @@ def summarize(parsed: pprof.ParsedProfile) -> dict[str, Any]:
             for m in message.mapping
         ],
     }
+
+
+def open_share(settings: dict[str, Any]) -> Share:
+    """The core on the stores that settings name; raises ConfigError when one is unusable."""
+    try:
+        blob_store = blobs.from_url(settings["BLOBS"])
+    except ValueError as exc:
+        raise ConfigError(f"SHARE_BLOBS={settings['BLOBS']!r}: {exc}") from None
+    meta_store = meta.from_url(settings["META"])
+    for name, store in (("SHARE_BLOBS", blob_store), ("SHARE_META", meta_store)):
+        try:
+            store.check()
+        except OSError as exc:
+            raise ConfigError(f"{name}={settings[name[6:]]!r}: {exc}") from None
+    return Share(blob_store, meta_store, settings)
 
 
 class Share:

@@ -19,7 +19,12 @@ from pathlib import Path
 
 import pytest
 
-from share import analysis, pprof, report
+from share import pprof
+from share.analysis import text
+from share.analysis.graph import graph
+from share.analysis.stacks import stacks
+from share.analysis.tables import SampleTypeError, tables
+from share.analysis.top import top
 
 from conftest import CORPUS, unavailable
 
@@ -102,10 +107,10 @@ def go_top(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped
 
 def _ours(path: str, sample: str | None, count: int = 0, fraction: float = 0.0) -> str:
     parsed = pprof.parse((CORPUS / path).read_bytes(), max_profile_bytes=1 << 30)
-    tables = analysis.tables(parsed)
-    g = analysis.graph(tables, tables.sample_index(sample))
-    t = analysis.top(g, node_count=count, node_fraction=fraction)
-    return report.top_text(
+    tab = tables(parsed)
+    g = graph(tab, tab.sample_index(sample))
+    t = top(g, node_count=count, node_fraction=fraction)
+    return text.top_text(
         t.header,
         t.total,
         t.rows,
@@ -155,10 +160,10 @@ def test_generated_labelled_profile_matches_go(tmp_path, go_top) -> None:  # typ
         )
         assert go.returncode == 0, go.stderr
         parsed = pprof.parse(path.read_bytes(), max_profile_bytes=1 << 30)
-        tables = analysis.tables(parsed)
-        assert analysis.stacks(tables).stack_of.max() < 2000  # samples did share stacks
-        t = analysis.top(analysis.graph(tables, tables.sample_index(sample)))
-        ours = report.top_text(t.header, t.total, t.rows, orig_count=t.orig_count)
+        tab = tables(parsed)
+        assert stacks(tab).stack_of.max() < 2000  # samples did share stacks
+        t = top(graph(tab, tab.sample_index(sample)))
+        ours = text.top_text(t.header, t.total, t.rows, orig_count=t.orig_count)
         assert ours == go.stdout.decode()
 
 
@@ -167,12 +172,12 @@ def test_profile_without_sample_types(go_top) -> None:  # type: ignore[no-untype
     code, message = go_top(_command("edge/minimal-empty-profile.pb", None))
     assert code != 0 and "profile has no samples" in message
     data = (CORPUS / "edge/minimal-empty-profile.pb").read_bytes()
-    tables = analysis.tables(pprof.parse(data, max_profile_bytes=1 << 20))
-    assert tables.sample_index(None) is None
-    t = analysis.top(analysis.graph(tables, None))
+    tab = tables(pprof.parse(data, max_profile_bytes=1 << 20))
+    assert tab.sample_index(None) is None
+    t = top(graph(tab, None))
     assert (t.total, list(t.rows)) == (0, [])
-    with pytest.raises(analysis.SampleTypeError, match="no sample types"):
-        tables.sample_index("cpu")
+    with pytest.raises(SampleTypeError, match="no sample types"):
+        tab.sample_index("cpu")
 
 
 def test_every_valid_profile_with_types_is_covered() -> None:

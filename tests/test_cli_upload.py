@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from share import client
-from share._proto import profile_pb2
+from share.cli import client
+from share.pprof._proto import profile_pb2
 
 from conftest import free_port, server_error, start_server, stop
 

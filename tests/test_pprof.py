@@ -14,8 +14,8 @@ import pytest
 
 from share import pprof
 from share.errors import BadProfile, ShareError, TooLarge
-from share.pprof_schema import FULL
-from share.pprof_wire import sanitize
+from share.pprof.schema import FULL
+from share.pprof.wire import sanitize
 
 CORPUS = Path(__file__).parent / "corpus"
 with open(CORPUS / "MANIFEST.tsv", newline="") as _f:

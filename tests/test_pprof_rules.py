@@ -8,8 +8,9 @@ import pytest
 from google.protobuf.unknown_fields import UnknownFieldSet
 
 from share import pprof
-from share._proto import profile_pb2
 from share.errors import BadProfile
+from share.pprof import decode
+from share.pprof._proto import profile_pb2
 
 Line, Label = profile_pb2.Line, profile_pb2.Label
 STRINGS = ["", "samples", "count", "cpu", "nanoseconds", "main", "main.go", "/bin/app", "k", "v"]
@@ -233,7 +234,7 @@ def test_malformed_protobuf_is_named() -> None:
 
 
 def test_exact_decoder_has_a_size_cap(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(pprof, "MAX_EXACT_BYTES", 10)
+    monkeypatch.setattr(decode, "MAX_EXACT_BYTES", 10)
     assert "only up to" in refused(tag(0, 0) + b"\x05" + base().SerializeToString())
     parse(base().SerializeToString())  # the fast path has no such cap
 

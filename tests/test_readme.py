@@ -54,7 +54,7 @@ def unique_profile() -> bytes:
     import gzip
     import uuid
 
-    from share._proto import profile_pb2
+    from share.pprof._proto import profile_pb2
 
     profile = profile_pb2.Profile.FromString(
         gzip.decompress((CORPUS / "go-runtime/cpu-labels.pb.gz").read_bytes())

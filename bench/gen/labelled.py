@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from share._proto import profile_pb2  # noqa: E402
+from share.pprof._proto import profile_pb2  # noqa: E402
 
 PACKAGES = [
     "main", "net/http", "encoding/json", "database/sql", "github.com/acme/shop/api",

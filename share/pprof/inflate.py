@@ -6,7 +6,7 @@ import io
 import struct
 import zlib
 
-from .errors import BadProfile, TooLarge
+from ..errors import BadProfile, TooLarge
 
 GZIP_MAGIC = b"\x1f\x8b"
 

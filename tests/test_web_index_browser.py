@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from test_cli_upload import serve_small
 
-from share._proto import profile_pb2
+from share.pprof._proto import profile_pb2
 
 from conftest import ARTIFACTS, http_status, server_error, stop
 

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, Response, current_app, make_response, render_template, request
+from flask import Response, current_app, make_response, render_template, request
 
-from .api import PID, TOKEN_COOKIE, base_url, record_json, share
-from .config import parse_duration
-from .core import human_bytes
-
-bp = Blueprint("views", __name__)
+from ..config import parse_duration
+from ..core import human_bytes
+from .api import TOKEN_COOKIE, base_url, record_json, share
 
 EXPIRY_CHOICES = ["1h", "1d", "7d", "30d", "90d", "1y", "never"]
 
@@ -21,7 +19,6 @@ def expiry_choices() -> list[str]:
     return [c for c in EXPIRY_CHOICES if (s := parse_duration(c)) is not None and s <= longest]
 
 
-@bp.get("/")
 def index() -> str:
     settings = current_app.config["SHARE"]
     return render_template(
@@ -36,7 +33,6 @@ def index() -> str:
     )
 
 
-@bp.get(f"/{PID}")
 def profile_page(pid: str) -> Response:
     """The read-only view of one profile; shows the delete token once, right after upload."""
     record = share().record(pid)

@@ -1,9 +1,10 @@
 """Bytes -> validated pprof profile, accepting exactly what google/pprof's profile.ParseData does.
 
-parse() gunzips (every member, within the size limit), decodes with protobuf's upb backend and
-checks pprof's rules in bulk (pprof_check). Inputs upb would read differently from Go's own
-decoder go through an exact copy of it first (pprof_wire). Legacy text and binary formats that
-only pprof's legacy parsers read are refused, with a message saying how to get a protobuf.
+parse() is the pipeline, one stage per module, none calling back up:
+inflate (gunzip every member within the size limit) -> decode (upb, with wire.py's exact copy of
+Go's decoder where upb would read the bytes differently) -> rules (pprof's checks, in bulk) ->
+ParsedProfile. A file that fails is shown to sniff, which names what it is if it is something
+else (a legacy text profile, perf.data, JSON, HTML...) and says how to get a protobuf.
 """
 
 from __future__ import annotations
@@ -12,20 +13,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from google.protobuf.message import DecodeError
 
-from .errors import BadProfile
-from .pprof_check import Tables, explain, fast_ok
-from .pprof_gzip import GZIP_MAGIC, gunzip, human_size, too_large
-from .pprof_schema import FULL
-from .pprof_sniff import describe
-from .pprof_wire import ConcatenatedProfiles, WireError, sanitize
+from ..errors import BadProfile
+from .decode import Columns, decode
+from .inflate import GZIP_MAGIC, gunzip, too_large
+from .rules import explain, fast_ok
+from .sniff import describe
 
 __all__ = ["ParsedProfile", "parse"]
-
-# The exact pure-Python decoder (pprof_wire) runs at about 5-10 MB/s: past this size an upload
-# that needs it is refused rather than tying up a worker for many seconds.
-MAX_EXACT_BYTES = 16 * 1024 * 1024
 
 
 @dataclass(eq=False)
@@ -83,49 +78,7 @@ class ParsedProfile:
         return len(self.message.mapping)
 
 
-def _decode(raw: bytes) -> tuple[Any, Tables]:
-    """The message and its flat tables, decoded as Go decodes (via pprof_wire when upb differs)."""
-    try:
-        message = FULL["Profile"].FromString(raw)
-        tables = Tables.extract(raw, message)
-    except DecodeError:
-        tables = None
-    if tables is not None:
-        if tables.has_unknown:
-            message.DiscardUnknownFields()  # fields Go skips: drop them, as Go does
-        return message, tables
-    if len(raw) > MAX_EXACT_BYTES:
-        raise BadProfile(
-            "this profile is malformed or unusually encoded (e.g. field number 0, wire types "
-            "pprof rejects, or data cut off), and pprof-share checks such files only up to "
-            f"{human_size(MAX_EXACT_BYTES)}: if pprof reads it, `go tool pprof -proto FILE > "
-            "fixed.pb.gz` re-encodes it"
-        )
-    try:
-        clean = sanitize(raw)
-    except ConcatenatedProfiles:
-        raise BadProfile(
-            "this holds several profiles concatenated (time_nanos appears twice): upload them "
-            "one at a time, or merge them: `go tool pprof -proto a.pb.gz b.pb.gz > merged.pb.gz`"
-        ) from None
-    except WireError as err:
-        # A field that runs past the end, late in the file, is what a cut-off download looks like.
-        late = err.pos >= len(raw) // 2
-        ran_out = err.reason in ("too much data", "not enough data", "bad varint")
-        if not err.where and late and ran_out:
-            raise BadProfile(
-                f"the profile is truncated: the protobuf data ends in the middle of a field "
-                f"({err}); upload the complete file"
-            ) from None
-        raise BadProfile(f"this is not a pprof profile: malformed protobuf ({err})") from None
-    message = FULL["Profile"].FromString(clean)
-    tables = Tables.extract(clean, message)
-    if tables is None:  # cannot happen: sanitize writes only what upb reads as Go does
-        raise AssertionError("re-encoded profile still differs from Go's reading")
-    return message, tables
-
-
-def _stacks(message: Any, tables: Tables) -> np.ndarray:
+def _stacks(message: Any, tables: Columns) -> np.ndarray:
     """Offsets of each sample's location ids in tables.location_ids."""
     counts = tables.n_locations
     if counts is None:
@@ -152,7 +105,7 @@ def parse(data: bytes, *, max_profile_bytes: int) -> ParsedProfile:
     if not raw:
         raise BadProfile("empty file: the upload has no data")
     try:
-        message, tables = _decode(raw)
+        message, tables = decode(raw)
         if not fast_ok(message, tables):
             explain(message)
     except BadProfile as err:

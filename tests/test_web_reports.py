@@ -6,16 +6,14 @@ import gzip
 
 import pytest
 
-from share import analysis, flame, reports
+from share.analysis import flame, views
 
 from conftest import CORPUS
 
 
 @pytest.fixture
-def api(app, client):  # type: ignore[no-untyped-def]
-    """The client, with the reports blueprint (registered here until create_app does it)."""
-    if "reports" not in app.blueprints:
-        app.register_blueprint(reports.bp)
+def api(client):  # type: ignore[no-untyped-def]
+    """The Flask test client of a fresh app."""
     return client
 
 
@@ -121,8 +119,8 @@ def test_views_go_out_gzipped_to_clients_that_take_it(api, path: str) -> None:  
 def test_views_are_cached_per_resolved_type(api, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     pid = upload(api, "go-runtime/cpu-small.pb.gz")
     calls = []
-    real = analysis.graph
-    monkeypatch.setattr(analysis, "graph", lambda t, i: calls.append(i) or real(t, i))
+    real = views.graph
+    monkeypatch.setattr(views, "graph", lambda t, i: calls.append(i) or real(t, i))
     for si in ("cpu", "1", ""):  # the same type by name, index and default
         assert api.get(f"/api/v1/profiles/{pid}/flamegraph?si={si}").status_code == 200
     assert calls == [1]

@@ -1,7 +1,10 @@
-"""The command line: `pprof-share serve | top | upload | delete | prune`.
+"""share.cli: the command line, `pprof-share serve | top | upload | delete | prune`.
 
-Each subcommand is a small function; heavy imports (Flask, boto3, gunicorn) happen inside the
-commands that need them, so `pprof-share top` and `upload` start fast.
+This module parses the arguments and dispatches; serve (gunicorn on the web app), client (the
+standard-library HTTP client of upload and delete) and top (the -top table, computed locally)
+are a module each. Heavy imports (Flask, boto3, gunicorn, numpy) happen inside the commands that
+need them, so `pprof-share upload` loads neither Flask nor numpy and starts fast. It may import
+share.web (serve runs the app), share.core and below; nothing imports it.
 """
 
 from __future__ import annotations
@@ -14,38 +17,11 @@ from collections.abc import Callable, Sequence
 Command = Callable[[argparse.Namespace], int]
 
 
-def serve(args: argparse.Namespace) -> int:
-    """Run the app under gunicorn; a bad setting or unreachable store stops with one line."""
-    from gunicorn.app.base import BaseApplication
+def serve_command(args: argparse.Namespace) -> int:
+    """Run the web service under gunicorn."""
+    from .serve import serve
 
-    from . import create_app
-    from .config import ConfigError
-
-    try:
-        # Fail fast, in the master, before workers start; then let go of the stores, since a
-        # SQLite connection must not cross a fork (each worker opens its own).
-        create_app().extensions["share"].close()
-    except ConfigError as exc:
-        print(f"pprof-share: {exc}", file=sys.stderr)
-        return 2
-
-    class Server(BaseApplication):  # type: ignore[misc]
-        def load_config(self) -> None:
-            self.cfg.set("bind", f"{args.host}:{args.port}")
-            self.cfg.set("workers", args.workers)
-            self.cfg.set("threads", args.threads)
-            self.cfg.set("timeout", 120)
-            self.cfg.set("accesslog", "-" if args.access_log else None)
-            # Several servers may run on one machine (tests, side by side): no shared socket.
-            if "control_socket_disable" in self.cfg.settings:
-                self.cfg.set("control_socket_disable", True)
-
-        def load(self):  # type: ignore[no-untyped-def]
-            return create_app()
-
-    print(f"pprof-share: serving on http://{args.host}:{args.port}/", file=sys.stderr)
-    Server().run()
-    return 0
+    return serve(args)
 
 
 def upload(args: argparse.Namespace) -> int:
@@ -73,11 +49,11 @@ def delete(args: argparse.Namespace) -> int:
 
 def prune(args: argparse.Namespace) -> int:
     """Remove expired profiles from the configured stores (for cron)."""
-    from . import create_app
-    from .config import ConfigError
+    from ..config import ConfigError, load
+    from ..core import open_share
 
     try:
-        removed = create_app().extensions["share"].prune()
+        removed = open_share(load(os.environ)).prune()
     except ConfigError as exc:
         print(f"pprof-share: {exc}", file=sys.stderr)
         return 2
@@ -95,7 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=int(os.environ.get("WEB_CONCURRENCY", "2")))
     p.add_argument("--threads", type=int, default=4)
     p.add_argument("--access-log", action="store_true", help="log every request to stdout")
-    p.set_defaults(func=serve)
+    p.set_defaults(func=serve_command)
 
     server_help = "pprof-share server (default: $PPROF_SHARE_SERVER, else http://127.0.0.1:8000)"
     p = commands.add_parser("upload", help="upload profiles and print their links")
@@ -119,9 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = commands.add_parser("prune", help="remove expired profiles (reads SHARE_* settings)")
     p.set_defaults(func=prune)
 
-    from . import topcli  # light: numpy and protobuf load only when `top` runs
+    from . import top  # light: numpy and protobuf load only when `top` runs
 
-    topcli.add_parser(commands)
+    top.add_parser(commands)
 
     return parser
 

@@ -1,4 +1,4 @@
-"""Upload endpoints, raw download and the JSON API. Thin: every route calls the core."""
+"""Upload endpoints, raw download, delete and the record as JSON. Thin: each calls the core."""
 
 from __future__ import annotations
 
@@ -6,17 +6,14 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
-from flask import Blueprint, Response, current_app, jsonify, redirect, request
-from werkzeug.exceptions import RequestEntityTooLarge
+from flask import Response, current_app, jsonify, redirect, request
 from werkzeug.routing import BaseConverter
 
-from .core import Share, Upload, human_bytes
-from .errors import ShareError, render_error, wants_html, wants_json
-from .meta import Record
+from ..core import Share, Upload
+from ..errors import ShareError
+from ..store.meta import Record
+from .errors import wants_html, wants_json
 
-bp = Blueprint("api", __name__)
-
-PID = "<pid:pid>"
 TOKEN_COOKIE = "share_token_{}"
 
 
@@ -63,14 +60,6 @@ def record_json(record: Record) -> dict[str, Any]:
     }
 
 
-@bp.app_errorhandler(RequestEntityTooLarge)
-def _too_large(_error: RequestEntityTooLarge) -> Response:
-    limit = current_app.config["SHARE"]["MAX_UPLOAD_BYTES"]
-    return render_error(
-        413, f"upload is over the limit of {human_bytes(limit)} (SHARE_MAX_UPLOAD_BYTES)"
-    )
-
-
 def _expiry_choice() -> str | None:
     """Expiry from the form, the Expires-In header or ?expires=, in that order."""
     form_value = request.form.get("expires") if request.mimetype == "multipart/form-data" else None
@@ -109,7 +98,6 @@ def _reply(upload: Upload) -> Response:
     return response
 
 
-@bp.post("/")
 def upload_post() -> Response:
     """curl -F file=@p.pb.gz, curl --data-binary @p.pb.gz, a browser form or drop."""
     if request.mimetype == "multipart/form-data":
@@ -127,7 +115,6 @@ def upload_post() -> Response:
     return _reply(upload)
 
 
-@bp.put("/<path:filename>")
 def upload_put(filename: str) -> Response:
     """curl -T p.pb.gz HOST/ sends PUT /p.pb.gz."""
     data = request.get_data(cache=False)
@@ -135,7 +122,6 @@ def upload_put(filename: str) -> Response:
     return _reply(share().upload(data, title=title, expires=_expiry_choice()))
 
 
-@bp.get(f"/{PID}/raw")
 def raw(pid: str) -> Response:
     """The profile as stored (gzip): what `go tool pprof <link>/raw` reads."""
     record = share().record(pid)
@@ -159,8 +145,6 @@ def _download_name(record: Record) -> str:
     return f"{title or record.id}.pb.gz"
 
 
-@bp.route("/symbolz", methods=["GET", "POST"])
-@bp.route(f"/{PID}/symbolz", methods=["GET", "POST"])
 def symbolz(pid: str | None = None) -> Response:
     """pprof asks for symbols of unsymbolized profiles (Go 1.19's pprof at /symbolz, newer
     ones beside the profile); we hold none, so say so and pprof shows addresses."""
@@ -171,12 +155,10 @@ def symbolz(pid: str | None = None) -> Response:
     return Response("", mimetype="text/plain")
 
 
-@bp.get(f"/api/v1/profiles/{PID}")
 def record(pid: str) -> Response:
     return jsonify(record_json(share().record(pid)))
 
 
-@bp.delete(f"/{PID}")
 def delete(pid: str) -> Response:
     """curl -X DELETE -H 'X-Delete-Token: TOKEN' HOST/ID"""
     share().delete(pid, request.headers.get("X-Delete-Token"))

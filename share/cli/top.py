@@ -53,20 +53,20 @@ def read(source: str) -> bytes:
 
 def render(data: bytes, sample: str | None, node_count: int) -> str:
     """The -top text of a profile's bytes (gzip or not)."""
-    from . import analysis, pprof, report
-    from .config import DEFAULTS
+    from .. import pprof
+    from ..analysis import views
+    from ..analysis.tables import tables
+    from ..config import DEFAULTS
 
     parsed = pprof.parse(data, max_profile_bytes=DEFAULTS["MAX_PROFILE_BYTES"])
-    tables = analysis.tables(parsed)
-    g = analysis.graph(tables, tables.sample_index(sample))
-    t = analysis.top(g, node_count=node_count)
-    return report.top_text(t.header, t.total, t.rows, orig_count=t.orig_count)
+    index = tables(parsed).sample_index(sample)
+    return views.top_text(parsed, index, node_count).decode()
 
 
 def top_command(args: argparse.Namespace) -> int:
     """Print the table; a problem is one line on stderr and exit status 1."""
-    from .analysis import SampleTypeError
-    from .errors import ShareError
+    from ..analysis.tables import SampleTypeError
+    from ..errors import ShareError
 
     if args.nodecount < 0:
         print("pprof-share top: --nodecount must be 0 or more", file=sys.stderr)

@@ -8,8 +8,14 @@ from typing import Any
 import numpy as np
 import pytest
 
-from share import analysis, flame, names, pprof, report
-from share._proto import profile_pb2
+from share import pprof
+from share.analysis import flame, names, text, units
+from share.analysis import tables as analysis_tables
+from share.analysis.graph import Graph, graph
+from share.analysis.stacks import stacks, unique_stacks
+from share.analysis.tables import SampleTypeError, Tables, _dense, tables
+from share.analysis.top import top
+from share.pprof._proto import profile_pb2
 
 INT64_MAX = (1 << 63) - 1
 
@@ -22,7 +28,7 @@ def build(
     default: str = "",
     drop_frames: str = "",
     unsymbolized: int = 0,
-) -> analysis.Tables:
+) -> Tables:
     """A profile whose samples are given as (stack leaf first, values).
 
     A stack entry is a function name (one location per name) or a tuple of names: one location
@@ -69,12 +75,12 @@ def build(
     p.drop_frames = s(drop_frames) if drop_frames else 0
     p.string_table.extend(strings)
     parsed = pprof.parse(gzip.compress(p.SerializeToString()), max_profile_bytes=1 << 20)
-    return analysis.tables(parsed)
+    return tables(parsed)
 
 
-def top_rows(t: analysis.Tables, sample: str | None = None) -> dict[str, tuple[int, int, str]]:
-    g = analysis.graph(t, t.sample_index(sample))
-    return {r.name: (r.flat, r.cum, r.inline) for r in analysis.top(g).rows}
+def top_rows(t: Tables, sample: str | None = None) -> dict[str, tuple[int, int, str]]:
+    g = graph(t, t.sample_index(sample))
+    return {r.name: (r.flat, r.cum, r.inline) for r in top(g).rows}
 
 
 def tree(fg: dict[str, Any]) -> list[tuple[int, str, int, int]]:
@@ -90,7 +96,7 @@ def test_flat_cum_and_sorting() -> None:
     t = build([(["c", "b", "a"], [1, 30]), (["b", "a"], [1, 20]), (["d", "a"], [1, 20])])
     rows = top_rows(t)
     assert rows == {"c": (30, 30, ""), "b": (20, 50, ""), "d": (20, 20, ""), "a": (0, 70, "")}
-    names = [r.name for r in analysis.top(analysis.graph(t, 1)).rows]
+    names = [r.name for r in top(graph(t, 1)).rows]
     assert names == ["c", "b", "d", "a"]  # |flat| desc, then name, then |cum|
 
 
@@ -119,7 +125,7 @@ def test_inlined_frames_are_nodes_with_marks() -> None:
     assert rows["h"] == (5, 5, "(inline)")
     assert rows["e"] == (2, 2, "")
     assert rows["g"] == (0, 47, "")
-    fg = flame.flamegraph(analysis.graph(t, 1), 0, 0)
+    fg = flame.flamegraph(graph(t, 1), 0, 0)
     assert tree(fg) == [
         (0, "", 57, 0),
         (1, "main", 57, 0),
@@ -137,7 +143,7 @@ def test_diff_base_total_counts_only_base_samples() -> None:
         [(["a", "main"], [1, 100]), (["a", "main"], [-1, -60]), (["b", "main"], [-1, -10])],
         labels={1: {"pprof::base": "true"}, 2: {"pprof::base": "true"}},
     )
-    g = analysis.graph(t, 1)
+    g = graph(t, 1)
     assert g.total == 70  # |-60| + |-10|: the base, not 170
     assert top_rows(t)["a"] == (40, 40, "")
 
@@ -145,7 +151,7 @@ def test_diff_base_total_counts_only_base_samples() -> None:
 def test_identical_samples_of_both_signs_cancel_in_the_total() -> None:
     # profile.Merge sums equal samples first: +5 and -5 vanish, so the total is 10, not 20.
     t = build([(["a"], [1, 5]), (["a"], [-1, -5]), (["b"], [1, 10])])
-    g = analysis.graph(t, 1)
+    g = graph(t, 1)
     assert g.total == 10
     assert top_rows(t) == {"b": (10, 10, "")}  # a: flat = cum = 0, so pprof drops it
 
@@ -155,27 +161,27 @@ def test_samples_with_other_labels_do_not_merge() -> None:
         [(["a"], [1, 5]), (["a"], [-1, -5]), (["a"], [-1, -5]), (["b"], [1, 10])],
         labels={0: {"req": "1"}, 1: {"req": "2"}, 2: {"req": "2"}},
     )
-    assert analysis.graph(t, 1).total == 5 + 10 + 10  # |5| + |-5 - 5| + |10|
+    assert graph(t, 1).total == 5 + 10 + 10  # |5| + |-5 - 5| + |10|
 
 
 def test_negative_values_sort_by_magnitude() -> None:
     t = build([(["a"], [1, 5]), (["b"], [-1, -50]), (["c"], [1, 20])])
-    rows = analysis.top(analysis.graph(t, 1)).rows
+    rows = top(graph(t, 1)).rows
     assert [(r.name, r.flat) for r in rows] == [("b", -50), ("c", 20), ("a", 5)]
-    assert analysis.graph(t, 1).total == 75
+    assert graph(t, 1).total == 75
 
 
 def test_int64_sums_wrap_around_like_go() -> None:
     t = build([(["a"], [1, INT64_MAX]), (["b"], [1, INT64_MAX])])
-    g = analysis.graph(t, 1)
-    assert g.total == report.wrap64(2 * INT64_MAX) == -2
+    g = graph(t, 1)
+    assert g.total == units.wrap64(2 * INT64_MAX) == -2
     assert top_rows(t)["a"] == (INT64_MAX, INT64_MAX, "")
 
 
 def test_profile_without_samples() -> None:
     t = build([])
-    g = analysis.graph(t, t.sample_index(None))
-    assert list(analysis.top(g).rows) == []
+    g = graph(t, t.sample_index(None))
+    assert list(top(g).rows) == []
     fg = flame.flamegraph(g)
     assert fg["no_samples"] is True and fg["total"] == 0
     assert tree(fg) == [(0, "", 0, 0)]
@@ -184,7 +190,7 @@ def test_profile_without_samples() -> None:
 
 def test_trimming_drops_small_subtrees_and_keeps_totals() -> None:
     t = build([(["big", "main"], [1, 90]), (["small", "main"], [1, 6]), (["tiny"], [1, 4])])
-    g = analysis.graph(t, 1)
+    g = graph(t, 1)
     fg = flame.flamegraph(g, node_fraction=0.05)  # cutoff 5: tiny (4) goes, small (6) stays
     assert fg["total"] == 100
     assert tree(fg) == [(0, "", 100, 0), (1, "main", 96, 0), (2, "big", 90, 90), (2, "small", 6, 6)]
@@ -205,7 +211,7 @@ def test_budget_keeps_the_heaviest_nodes_and_their_callers() -> None:
             (["w", "other"], [1, 8]),
         ]
     )
-    g = analysis.graph(t, 1)
+    g = graph(t, 1)
     fg = flame.flamegraph(g, budget=5)
     # main 80, b 50, leaf 50, c 30; then 'other' (16) beats its children (8 each).
     assert tree(fg) == [
@@ -223,7 +229,7 @@ def test_budget_keeps_the_heaviest_nodes_and_their_callers() -> None:
 
 
 def reference_tree(
-    g: analysis.Graph, budget: int
+    g: Graph, budget: int
 ) -> tuple[dict[tuple[str, ...], tuple[int, int]], list[int]]:
     """The budget rule by brute force over the same stacks: every node of the whole tree, the
     heaviest `budget` by (smallest |value| on the path desc, depth, first stack), which must be
@@ -263,12 +269,12 @@ def paths(fg: dict[str, Any]) -> dict[tuple[str, ...], tuple[int, int]]:
 def test_budget_matches_a_brute_force_choice(seed: int) -> None:
     rng = np.random.default_rng(seed)
     signs = [-1, 1] if seed >= 4 else [1]  # seeds 4 and 5 mix signs, as diff profiles do
-    stacks = []
+    samples = []
     for _ in range(int(rng.integers(20, 60))):
         depth = int(rng.integers(1, 12))
         frames = [str(f) for f in rng.integers(0, 6, depth)]
-        stacks.append((frames, [1, int(rng.choice(signs)) * int(rng.integers(1, 4))]))
-    g = analysis.graph(build(stacks), 1)
+        samples.append((frames, [1, int(rng.choice(signs)) * int(rng.integers(1, 4))]))
+    g = graph(build(samples), 1)
     whole = flame.flamegraph(g, budget=0)
     sizes = [1, 2, 3, 7, 20, 50, len(whole["nodes"]["name"]) - 1, len(whole["nodes"]["name"])]
     for budget in [0, *sizes]:
@@ -292,7 +298,7 @@ def test_flame_graph_is_preorder_children_by_value() -> None:
             (["main"], [1, 1]),
         ]
     )
-    fg = flame.flamegraph(analysis.graph(t, 1), 0, 0)
+    fg = flame.flamegraph(graph(t, 1), 0, 0)
     assert tree(fg) == [
         (0, "", 11, 0),
         (1, "main", 11, 1),
@@ -312,9 +318,9 @@ def test_sample_index_rules() -> None:
     assert t.sample_index(None) == 1  # default_sample_type
     assert t.sample_index("2") == 2
     assert t.sample_index("inuse_objects") == 2  # legacy inuse_ prefix
-    with pytest.raises(analysis.SampleTypeError, match="'alloc_space', 'space', 'objects'"):
+    with pytest.raises(SampleTypeError, match="'alloc_space', 'space', 'objects'"):
         t.sample_index("cpu")
-    with pytest.raises(analysis.SampleTypeError, match="outside"):
+    with pytest.raises(SampleTypeError, match="outside"):
         t.sample_index("3")
     assert build([(["a"], [1, 2, 3])], types=types).sample_index(None) == 2  # else the last
 
@@ -333,17 +339,17 @@ def test_unsymbolized_locations_are_named_by_binary() -> None:
     t = build([], unsymbolized=2)
     p = t.message
     p.sample.add(location_id=[1, 2], value=[1, 9])
-    tables = analysis.tables(
+    parsed = tables(
         pprof.parse(p.SerializeToString(), max_profile_bytes=1 << 20)  # via the real parser
     )
-    assert top_rows(tables) == {"[server]": (9, 9, "")}
+    assert top_rows(parsed) == {"[server]": (9, 9, "")}
 
 
 def test_top_text_layout() -> None:
     t = build([(["c", "b", "a"], [1, 3_000_000]), (["b", "a"], [1, 1_000_000])])
-    top = analysis.top(analysis.graph(t, 1))
-    text = report.top_text(top.header, top.total, top.rows, orig_count=top.orig_count)
-    assert text.splitlines() == [
+    report = top(graph(t, 1))
+    out = text.top_text(report.header, report.total, report.rows, orig_count=report.orig_count)
+    assert out.splitlines() == [
         "File: server",
         "Type: cpu",
         "Showing nodes accounting for 4ms, 100% of 4ms total",
@@ -366,25 +372,25 @@ def test_top_text_layout() -> None:
     ],
 )
 def test_unit_labels(value: int, unit: str, expected: str) -> None:
-    assert report.label(value, unit) == expected
+    assert units.label(value, unit) == expected
 
 
 def test_unknown_units_are_printed_after_the_value() -> None:
-    assert report.scaled_label(7, "widgets", "widgets") == "7widgets"
-    assert report.output_unit("widgets", 10, np.array([7]), np.array([7])) == "widgets"
+    assert units.scaled_label(7, "widgets", "widgets") == "7widgets"
+    assert units.output_unit("widgets", 10, np.array([7]), np.array([7])) == "widgets"
 
 
 def test_percentages_as_go_prints_them() -> None:
-    assert report.percentage(1, 3) == "33.33%"
-    assert report.percentage(1, 1000) == "  0.1%"
-    assert report.percentage(1, 100000) == "0.001%"
-    assert report.percentage(3, 3) == "  100%"
-    assert report.percentage(5, 0) == "    0%"
+    assert units.percentage(1, 3) == "33.33%"
+    assert units.percentage(1, 1000) == "  0.1%"
+    assert units.percentage(1, 100000) == "0.001%"
+    assert units.percentage(3, 3) == "  100%"
+    assert units.percentage(5, 0) == "    0%"
 
 
 def test_stacks_expand_root_first() -> None:
     t = build([([("f", "g"), "main"], [1, 1])])
-    st = analysis.stacks(t)
+    st = stacks(t)
     assert [st.names[n] for n in st.frame_node.tolist()] == ["main", "g", "f"]
     assert st.frame_inline.tolist() == [False, False, True]
     assert np.array_equal(st.frame_off, [0, 3])
@@ -415,7 +421,7 @@ def test_equal_stacks_are_stored_once_and_map_back_exactly() -> None:
     picks = rng.integers(0, len(shapes), 300).tolist()
     loc = np.array([x for i in picks for x in shapes[i]], dtype=np.int64)
     off = np.concatenate(([0], np.cumsum([len(shapes[i]) for i in picks])))
-    stack_of, u_loc, u_off = analysis._unique_stacks(loc, off)
+    stack_of, u_loc, u_off = unique_stacks(loc, off)
     assert len(u_off) - 1 == len(set(picks))  # one stack per distinct shape
     for sample, shape in enumerate(picks):
         u = stack_of[sample]
@@ -428,7 +434,7 @@ def test_equal_stacks_are_stored_once_and_map_back_exactly() -> None:
 )
 def test_dense_ids_map_references_to_indices(ids: list[int]) -> None:
     refs = ids + ids[::-1] + [0, 8, 999, 2**64 - 1]
-    got = analysis._dense(np.array(ids, dtype=np.uint64), np.array(refs, dtype=np.uint64))
+    got = _dense(np.array(ids, dtype=np.uint64), np.array(refs, dtype=np.uint64))
     assert got.tolist() == [ids.index(r) if r in ids else -1 for r in refs]
 
 
@@ -460,9 +466,9 @@ def test_messages_read_as_stored_agree_with_the_decoded_message(monkeypatch) -> 
     odd_location = b"\x08\x01" + _field(4, b"\x08\x01") + b"\x00\x05\x78\x01"
     raw = p.SerializeToString() + _field(5, odd_function) + _field(4, odd_location)
     parsed = pprof.parse(raw, max_profile_bytes=1 << 20)
-    stored = analysis.top(analysis.graph(analysis.tables(parsed), 0))
+    stored = top(graph(tables(parsed), 0))
     assert [r.name for r in stored.rows] == ["g", "second"]  # the function's second name wins
-    monkeypatch.setattr(analysis, "_stored_payloads", lambda parsed: None)
+    monkeypatch.setattr(analysis_tables, "_stored_payloads", lambda parsed: None)
     again = pprof.parse(raw, max_profile_bytes=1 << 20)
-    decoded = analysis.top(analysis.graph(analysis.tables(again), 0))
+    decoded = top(graph(tables(again), 0))
     assert list(stored.rows) == list(decoded.rows)

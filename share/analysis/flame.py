@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import pbcolumns as pc
-from .report import abs64, go_int64, wrap64
+from ..pprof import columns as pc
+from .units import abs64, go_int64, wrap64
 
 if TYPE_CHECKING:
-    from .analysis import Graph
+    from .graph import Graph
 
 _I64 = np.int64
 # The page's default: the heaviest 50 000 nodes. On the large CPU profiles of bench/ that is

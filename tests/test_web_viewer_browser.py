@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from share._proto import profile_pb2
+from share.pprof._proto import profile_pb2
 
 pytestmark = pytest.mark.browser
 

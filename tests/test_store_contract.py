@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
-from share import blobs, meta
-from share.meta import Record
+from share.store import blobs, meta
+from share.store.meta import Record
+from share.store.redis import RedisMetaStore
 
 
 @pytest.fixture
@@ -124,7 +125,7 @@ def test_views_are_dropped_with_the_profile(stores):
 
 
 def test_redis_ttl_agrees_with_expiry_index(redis_url):
-    store = meta.RedisMetaStore(redis_url)
+    store = RedisMetaStore(redis_url)
     store.client.flushdb()
     at = time.time() + 3600
     store.create(make_record(expires_at=at))

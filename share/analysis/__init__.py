@@ -1,0 +1,12 @@
+"""share.analysis: a parsed profile -> the views people read, as `go tool pprof` computes them.
+
+Semantics are Go 1.19's vendored google/pprof. The pipeline, one module per stage, each
+importing only the stages before it: tables (the profile as flat numpy arrays, names
+demangled) -> stacks (every sample's frames as node ids, drop_frames applied) -> graph (flat, cum
+and the total for one sample type, merged as profile.Merge would) -> top (the -top rows) and
+flame (the flame graph's call tree). units and text reproduce pprof's number formatting and its
+-top layout; names holds the demangling heuristic and Go regexp handling; views encodes each view
+as the bytes the web tier serves and the CLI prints.
+
+It imports share.pprof (and share.errors) only: never the stores, the core or the web.
+"""

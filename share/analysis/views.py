@@ -1,0 +1,82 @@
+"""Each view of a profile encoded as served: flame graph and top table JSON, the -top text.
+
+Pure functions of a parsed profile and the view's options, shared by the web tier (which caches
+their bytes) and the CLI.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import orjson
+
+from ..pprof import ParsedProfile
+from . import flame, text
+from .graph import Graph, graph
+from .tables import tables
+from .top import top
+
+
+def graph_of(parsed: ParsedProfile, index: int | None) -> Graph:
+    """The Graph of one sample type (tables and stacks cached on the parsed profile)."""
+    return graph(tables(parsed), index)
+
+
+def _encode(doc: dict[str, Any]) -> bytes:
+    """Compact JSON, UTF-8 (orjson: 10x the standard library's speed on these number lists)."""
+    return orjson.dumps(doc)
+
+
+def flamegraph_json(
+    parsed: ParsedProfile,
+    index: int | None,
+    node_fraction: float = 0.0,
+    budget: int = flame.FLAME_NODE_BUDGET,
+) -> bytes:
+    """The flame graph view, encoded."""
+    doc = flame.flamegraph(graph_of(parsed, index), node_fraction, budget)
+    return _encode(doc)
+
+
+def top_json(parsed: ParsedProfile, index: int | None, node_count: int) -> bytes:
+    """The top table view, encoded: every row unless node_count limits them."""
+    g = graph_of(parsed, index)
+    t = top(g, node_count=node_count)
+    rows = t.rows
+    # By column, as the flame graph's nodes: no dict per row to build, nor keys to repeat.
+    columns = {
+        "name": rows.names,
+        "file": rows.files,
+        "inline": [i.strip("()") for i in rows.inline],
+        "flat": rows.flat.tolist(),
+        "flat_pct": _pcts(rows.flat, t.total),
+        "sum_pct": _pcts(np.cumsum(rows.flat, dtype=np.int64), t.total),  # wraps as pprof's
+        "cum": rows.cum.tolist(),
+        "cum_pct": _pcts(rows.cum, t.total),
+    }
+    doc = {
+        "sample_type": {"type": g.sample_type[0], "unit": g.sample_type[1]},
+        "sample_index": g.index,
+        "sample_types": [{"type": a, "unit": b} for a, b in g.tables.sample_types],
+        "default_sample_index": g.tables.sample_index(None),
+        "total": t.total,
+        "unit": g.sample_type[1],
+        "nodes": t.orig_count,
+        "rows": columns,
+        "no_samples": not bool(g.weights.any()),
+    }
+    return _encode(doc)
+
+
+def _pcts(values: np.ndarray, total: int) -> list[float]:
+    """|value / total| in percent, as pprof computes it (0 when the total is 0)."""
+    if not total:
+        return [0.0] * len(values)
+    return (np.abs(values.astype(np.float64) / float(total)) * 100).tolist()
+
+
+def top_text(parsed: ParsedProfile, index: int | None, node_count: int) -> bytes:
+    """`go tool pprof -top -nodefraction=0` as text."""
+    t = top(graph_of(parsed, index), node_count=node_count)
+    return text.top_text(t.header, t.total, t.rows, orig_count=t.orig_count).encode()

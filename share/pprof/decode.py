@@ -1,0 +1,241 @@
+"""Stage 2 of parse(): bytes -> the decoded message and flat numpy columns, read as Go reads.
+
+upb decodes the whole profile; `Columns.extract` then decodes each level (samples, labels,
+locations, lines, ...) from the raw bytes as one flat message per level, which gives numpy arrays
+without a Python loop per sample, and notices anything upb read differently from Go (unknown
+fields Go would refuse, a repeated time_nanos or period_type). Only then is the input re-read by
+wire.sanitize, an exact copy of Go's decoder, and decoded again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from google.protobuf.message import DecodeError
+from google.protobuf.unknown_fields import UnknownFieldSet
+
+from ..errors import BadProfile
+from .inflate import human_size
+from .schema import ALL, FULL, LABELS_ALL, LABELS_SHALLOW, SHALLOW
+from .wire import GO_FIELDS, ConcatenatedProfiles, WireError, sanitize
+
+_U64 = np.uint64
+_I64 = np.int64
+# Beyond this many fields in one sample, the vectorized sample walk hands over to Python.
+_MAX_ROUNDS = 24
+# The exact pure-Python decoder (wire.py) runs at about 5-10 MB/s: past this size an upload
+# that needs it is refused rather than tying up a worker for many seconds.
+MAX_EXACT_BYTES = 16 * 1024 * 1024
+
+
+def _go_reads_same(message: Any, kind: str) -> bool:
+    """Whether upb's unknown fields at this level are all fields Go skips too.
+
+    A field number google/pprof knows, found among the unknown fields, came with a wire type
+    upb refused for it: Go stops with "type mismatch" there, so upb's reading is not Go's.
+    """
+    unknown = UnknownFieldSet(message)
+    if len(unknown) == 0:
+        return True
+    known = GO_FIELDS[kind]
+    # Groups (wire types 3 and 4) are kept by upb but are an error for Go, even when skipped.
+    return not any(f.field_number in known or f.wire_type in (3, 4) for f in unknown)
+
+
+def _joined(kind: str, payloads: Sequence[bytes]) -> tuple[Any, Any]:
+    """All payloads of one message kind decoded as one message: shallow (exact) and all-repeated."""
+    data = b"".join(payloads)
+    return SHALLOW[kind].FromString(data), ALL[kind].FromString(data)
+
+
+def _one_each(payloads: Sequence[bytes], tag: int, found: int) -> bool:
+    """Whether each payload holds exactly one field `tag`: each starts with it, and no extras."""
+    if found != len(payloads):
+        return False
+    if not payloads:
+        return True
+    lengths = np.fromiter(map(len, payloads), _I64, count=len(payloads))
+    if not lengths.all():
+        return False
+    starts = np.cumsum(lengths) - lengths
+    return bool((np.frombuffer(b"".join(payloads), np.uint8)[starts] == tag).all())
+
+
+@dataclass
+class Columns:
+    """Flat arrays over the whole profile; `exact_*` False means the array may hold extras."""
+
+    location_ids: np.ndarray  # every Sample.location_id, sample after sample
+    values: np.ndarray  # every Sample.value, sample after sample
+    n_values: np.ndarray | None  # values per sample (None: count them from the message)
+    n_locations: np.ndarray | None  # location ids per sample
+    label_key: np.ndarray
+    label_str: np.ndarray
+    label_unit: np.ndarray
+    mapping_strings: np.ndarray
+    function_strings: np.ndarray
+    line_function_ids: np.ndarray
+    lines_exact: bool  # line_function_ids holds exactly one function id per line, in order
+    has_unknown: bool  # the message holds unknown fields (all of them ones Go skips)
+
+    @classmethod
+    def extract(cls, raw: bytes, message: Any) -> Columns | None:
+        """The flat arrays, or None when upb's reading may differ from Go's (see wire.py)."""
+        top = SHALLOW["Profile"].FromString(raw)
+        if not (_go_reads_same(top, "Profile") and _go_reads_same(message, "Profile")):
+            return None
+        if len(top.time_nanos) > 1:
+            return None
+        if len(top.period_type) > 1:
+            return None
+        value_types = SHALLOW["ValueType"].FromString(
+            b"".join(top.sample_type) + b"".join(top.period_type)
+        )
+        samples_raw = b"".join(top.sample)
+        # Every label of every sample merged into one Label, as if their payloads were joined.
+        samples = LABELS_SHALLOW["Sample"].FromString(samples_raw)
+        labels = samples.label
+        labels_all = LABELS_ALL["Sample"].FromString(samples_raw).label
+        mappings, mappings_all = _joined("Mapping", top.mapping)
+        functions, functions_all = _joined("Function", top.function)
+        locations = SHALLOW["Location"].FromString(b"".join(top.location))
+        lines, lines_all = _joined("Line", locations.line)
+        levels = {
+            "ValueType": value_types,
+            "Sample": samples,
+            "Label": labels,
+            "Mapping": mappings,
+            "Function": functions,
+            "Location": locations,
+            "Line": lines,
+        }
+        if not all(_go_reads_same(level, kind) for kind, level in levels.items()):
+            return None
+        has_unknown = any(len(UnknownFieldSet(level)) for level in (top, message, *levels.values()))
+        line_fids = np.array(lines_all.function_id, dtype=_U64)
+        location_ids = np.array(samples.location_id, dtype=_U64)
+        values = np.array(samples.value, dtype=_I64)
+        counts = _sample_counts(samples_raw, top.sample, (len(location_ids), len(values)))
+        return cls(
+            location_ids=location_ids,
+            values=values,
+            n_values=counts[1] if counts else None,
+            n_locations=counts[0] if counts else None,
+            label_key=np.array(labels_all.key, dtype=_I64),
+            label_str=np.array(labels_all.str, dtype=_I64),
+            label_unit=np.array(labels_all.num_unit, dtype=_I64),
+            mapping_strings=np.array([*mappings_all.filename, *mappings_all.build_id], dtype=_I64),
+            function_strings=np.array(
+                [*functions_all.name, *functions_all.system_name, *functions_all.filename],
+                dtype=_I64,
+            ),
+            line_function_ids=line_fids,
+            lines_exact=_one_each(locations.line, 0x08, len(line_fids)),
+            has_unknown=has_unknown,
+        )
+
+
+def _sample_counts(
+    data: bytes, payloads: Sequence[bytes], totals: tuple[int, int]
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """Location ids and values per sample, by walking all samples' fields at once in numpy.
+
+    Every field of a clean sample is location_id (1) or value (2), packed or not, or a label (3),
+    so each round reads one tag and skips one field in every sample still being walked. The walk
+    stops as soon as the counts add up to totals (all location ids and values, as decoded):
+    nothing left can be one of them, so labels after them need no rounds. None if a tag is not
+    one byte or a sample has too many fields: the caller then counts in Python.
+    """
+    n = len(payloads)
+    lengths = np.fromiter(map(len, payloads), _I64, count=n)
+    ends = np.cumsum(lengths)
+    pos = ends - lengths
+    buf = np.frombuffer(data + bytes(11), np.uint8)  # padding: varint reads may look past the end
+    # ends_before[k]: varints ending before byte k, to count the values in a packed run.
+    ends_before = np.zeros(buf.size + 1, np.int32)
+    np.cumsum(buf < 0x80, out=ends_before[1:])
+    counts = np.zeros((3, n), _I64)
+    found_ids = found_values = 0
+    active = np.flatnonzero(pos < ends)
+    for _ in range(_MAX_ROUNDS):
+        if active.size == 0 or (found_ids, found_values) == totals:
+            return counts[1], counts[2]
+        at = pos[active]
+        tag = buf[at]
+        if (tag >= 0x80).any():
+            return None
+        field, wire = tag >> 3, tag & 7
+        packed = wire == 2
+        # The varint after the tag (a value, or a packed run's length): its last byte and, for
+        # lengths (they fit in 5 bytes), its value. Each step reads on only for the longer ones.
+        last = at + 1
+        byte = buf[last]
+        size = (byte & 0x7F).astype(_I64)
+        going = np.flatnonzero(byte >= 0x80)
+        for k in range(1, 10):
+            if going.size == 0:
+                break
+            last[going] += 1
+            byte = buf[last[going]]
+            if k < 5:
+                size[going] |= (byte & 0x7F).astype(_I64) << (7 * k)
+            going = going[byte >= 0x80]
+        if going.size:
+            return None
+        data_end = np.where(packed, last + 1 + size, last + 1)
+        # Unknown fields Go skips may be fixed64 (wire type 1) or fixed32 (5).
+        data_end = np.where(wire == 1, at + 9, np.where(wire == 5, at + 5, data_end))
+        found = np.where(packed, ends_before[data_end] - ends_before[last + 1], 1)
+        found = np.where(field < 3, found, 0)
+        # Each sample is walked once per round, so plain fancy indexing adds without collisions.
+        counts[np.minimum(field, 2), active] += found
+        found_ids += int(found[field == 1].sum())
+        found_values += int(found[field == 2].sum())
+        pos[active] = data_end
+        active = active[data_end < ends[active]]
+    return None
+
+
+def decode(raw: bytes) -> tuple[Any, Columns]:
+    """The message and its flat columns, read as Go reads them (wire.sanitize where upb differs)."""
+    try:
+        message = FULL["Profile"].FromString(raw)
+        tables = Columns.extract(raw, message)
+    except DecodeError:
+        tables = None
+    if tables is not None:
+        if tables.has_unknown:
+            message.DiscardUnknownFields()  # fields Go skips: drop them, as Go does
+        return message, tables
+    if len(raw) > MAX_EXACT_BYTES:
+        raise BadProfile(
+            "this profile is malformed or unusually encoded (e.g. field number 0, wire types "
+            "pprof rejects, or data cut off), and pprof-share checks such files only up to "
+            f"{human_size(MAX_EXACT_BYTES)}: if pprof reads it, `go tool pprof -proto FILE > "
+            "fixed.pb.gz` re-encodes it"
+        )
+    try:
+        clean = sanitize(raw)
+    except ConcatenatedProfiles:
+        raise BadProfile(
+            "this holds several profiles concatenated (time_nanos appears twice): upload them "
+            "one at a time, or merge them: `go tool pprof -proto a.pb.gz b.pb.gz > merged.pb.gz`"
+        ) from None
+    except WireError as err:
+        # A field that runs past the end, late in the file, is what a cut-off download looks like.
+        late = err.pos >= len(raw) // 2
+        ran_out = err.reason in ("too much data", "not enough data", "bad varint")
+        if not err.where and late and ran_out:
+            raise BadProfile(
+                f"the profile is truncated: the protobuf data ends in the middle of a field "
+                f"({err}); upload the complete file"
+            ) from None
+        raise BadProfile(f"this is not a pprof profile: malformed protobuf ({err})") from None
+    message = FULL["Profile"].FromString(clean)
+    tables = Columns.extract(clean, message)
+    if tables is None:  # cannot happen: sanitize writes only what upb reads as Go does
+        raise AssertionError("re-encoded profile still differs from Go's reading")
+    return message, tables

@@ -1,0 +1,43 @@
+"""BlobStore: where profile bytes live, keyed by content hash.
+
+Two backends behind this one narrow interface, a module each: local.LocalBlobStore, the
+single-machine default (a directory), and s3.S3BlobStore for any S3-compatible service. Both
+report a missing key as FileNotFoundError, so no caller imports botocore.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+
+class BlobStore(Protocol):
+    def put(self, key: str, data: bytes) -> None:
+        """Store data under key, atomically: readers see all of it or nothing."""
+
+    def get(self, key: str) -> bytes:
+        """The bytes under key; FileNotFoundError if there are none."""
+
+    def exists(self, key: str) -> bool:
+        """Whether key holds bytes."""
+
+    def delete(self, key: str) -> None:
+        """Remove key; no error when it is already gone."""
+
+    def check(self) -> None:
+        """Raise OSError with a readable message when the store cannot be used."""
+
+
+def from_url(url: str) -> BlobStore:
+    """file:PATH or s3://BUCKET[/PREFIX] -> a BlobStore."""
+    if url.startswith("file:"):
+        from .local import LocalBlobStore
+
+        return LocalBlobStore(url.removeprefix("file:"))
+    if url.startswith("s3://"):
+        bucket, _, prefix = url.removeprefix("s3://").partition("/")
+        if not bucket:
+            raise ValueError("s3:// URL names no bucket")
+        from .s3 import S3BlobStore
+
+        return S3BlobStore(bucket, prefix)
+    raise ValueError(f"unknown blob store {url!r}")

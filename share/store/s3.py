@@ -1,0 +1,60 @@
+"""S3BlobStore: profiles as objects in an S3-compatible bucket (AWS, MinIO, R2, Ceph, ...)."""
+
+from __future__ import annotations
+
+
+class S3BlobStore:
+    """Blobs as objects in an S3-compatible bucket; endpoint and credentials come from boto3's
+    standard variables (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, ...)."""
+
+    def __init__(self, bucket: str, prefix: str = "", **client_options: object) -> None:
+        import boto3
+        from botocore.config import Config
+
+        self.bucket = bucket
+        self.prefix = prefix.strip("/") + "/" if prefix.strip("/") else ""
+        config = Config(retries={"max_attempts": 3, "mode": "standard"}, connect_timeout=5)
+        self.client = boto3.client("s3", config=config, **client_options)  # type: ignore[call-overload]
+
+    def _key(self, key: str) -> str:
+        return self.prefix + key
+
+    def put(self, key: str, data: bytes) -> None:
+        self.client.put_object(Bucket=self.bucket, Key=self._key(key), Body=data)
+
+    def get(self, key: str) -> bytes:
+        from botocore.exceptions import ClientError
+
+        try:
+            reply = self.client.get_object(Bucket=self.bucket, Key=self._key(key))
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
+                raise FileNotFoundError(key) from None
+            raise
+        return reply["Body"].read()
+
+    def exists(self, key: str) -> bool:
+        from botocore.exceptions import ClientError
+
+        try:
+            self.client.head_object(Bucket=self.bucket, Key=self._key(key))
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404", "NotFound"):
+                return False
+            raise
+        return True
+
+    def delete(self, key: str) -> None:
+        self.client.delete_object(Bucket=self.bucket, Key=self._key(key))
+
+    def check(self) -> None:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            self.client.head_bucket(Bucket=self.bucket)
+        except ClientError as exc:
+            code = exc.response.get("Error", {}).get("Code", "")
+            what = "no such bucket" if code in ("404", "NoSuchBucket") else f"error {code}"
+            raise OSError(f"bucket {self.bucket!r}: {what}") from None
+        except BotoCoreError as exc:
+            raise OSError(f"bucket {self.bucket!r}: {exc}") from None

@@ -1,0 +1,62 @@
+"""create_app(): settings, the core on its stores, the routes, error rendering, security headers.
+
+templates/ and static/ sit at the top of a source checkout and are shipped inside the wheel as
+share/web/templates and share/web/static (pyproject.toml): the app takes whichever exists.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from flask import Flask, Response
+
+from .. import config
+from ..core import open_share
+from . import errors, routes
+
+# Inline script is forbidden: profile data is shown only as text, never run.
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; "
+    "frame-ancestors 'none'; form-action 'self'"
+)
+
+_HERE = Path(__file__).resolve().parent
+
+
+def asset_dir(name: str) -> str:
+    """templates/ or static/: inside the installed package, else at the checkout's top."""
+    installed = _HERE / name
+    if installed.is_dir():
+        return str(installed)
+    return str(_HERE.parent.parent / name)
+
+
+def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
+    """The application: defaults, then SHARE_* environment, then test_config overrides."""
+    app = Flask("share", template_folder=asset_dir("templates"), static_folder=asset_dir("static"))
+    overrides = dict(test_config or {})
+    clock = overrides.pop("CLOCK", None)
+    settings = config.load(os.environ, overrides)
+    app.config["SHARE"] = settings
+    # Flask refuses bodies over this before we read them; a little slack for multipart framing.
+    app.config["MAX_CONTENT_LENGTH"] = settings["MAX_UPLOAD_BYTES"] + 64 * 1024
+    share = open_share(settings)
+    if clock is not None:
+        share.clock = clock
+    app.extensions["share"] = share
+
+    errors.init_app(app)
+    routes.register(app)
+
+    @app.after_request
+    def _security_headers(response: Response) -> Response:
+        response.headers.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
+        response.headers.setdefault("X-Content-Type-Options", "nosniff")
+        response.headers.setdefault("Referrer-Policy", "no-referrer")
+        return response
+
+    return app

@@ -41,6 +41,15 @@ def profile_id(raw: bytes) -> str:
     return base64.urlsafe_b64encode(digest).decode()[:ID_LENGTH]
 
 
+def new_token() -> str:
+    """192 random bits, URL-safe; never starting with "-", which a command line would take
+    for an option (`pprof-share delete LINK --token -x...` failed one time in 64)."""
+    while True:
+        token = secrets.token_urlsafe(24)
+        if not token.startswith("-"):
+            return token
+
+
 def token_hash(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
@@ -156,7 +165,7 @@ class Share:
                 return self._again(existing, parsed, data, expires_at)
             blob = self._blob(parsed, data)
             self.blobs.put(pid, blob)
-            token = secrets.token_urlsafe(24)
+            token = new_token()
             record = Record(
                 id=pid,
                 sha256=hashlib.sha256(parsed.raw).hexdigest(),

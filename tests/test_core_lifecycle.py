@@ -160,3 +160,10 @@ def test_delete_with_the_token(lifecycle_app):
     assert is_empty(lifecycle_app, pid)
     assert client.get(f"/{pid}/raw").status_code == 404
     assert client.delete(f"/{pid}", headers={"X-Delete-Token": token}).status_code == 404
+
+
+def test_delete_tokens_never_look_like_an_option() -> None:
+    from share.core import new_token
+
+    tokens = [new_token() for _ in range(3000)]  # ~47 would start with "-" if unchecked
+    assert not any(t.startswith("-") for t in tokens) and len(set(tokens)) == len(tokens)

@@ -1,11 +1,13 @@
 """Each view of a profile encoded as served: flame graph and top table JSON, the -top text.
 
-Pure functions of a parsed profile and the view's options, shared by the web tier (which caches
-their bytes) and the CLI.
+Pure functions of parsed profiles and a view's options (options.py), shared by the compute tier
+(whose bytes the web tier caches and serves) and the CLI. VIEWS names every view; render() is
+the one entry point. VERSION is part of every cache key: bump it when a view's bytes change.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -80,3 +82,25 @@ def top_text(parsed: ParsedProfile, index: int | None, node_count: int) -> bytes
     """`go tool pprof -top -nodefraction=0` as text."""
     t = top(graph_of(parsed, index), node_count=node_count)
     return text.top_text(t.header, t.total, t.rows, orig_count=t.orig_count).encode()
+
+
+VERSION = "v4"
+
+# name -> (render(profiles, options) -> bytes, mimetype); profiles[0] is the profile shown.
+VIEWS: dict[str, tuple[Callable[[Sequence[ParsedProfile], Mapping[str, Any]], bytes], str]] = {
+    "flamegraph": (
+        lambda ps, o: flamegraph_json(ps[0], o["sample_index"], o["node_fraction"], o["budget"]),
+        "application/json",
+    ),
+    "top": (lambda ps, o: top_json(ps[0], o["sample_index"], o["node_count"]), "application/json"),
+    "toptext": (lambda ps, o: top_text(ps[0], o["sample_index"], o["node_count"]), "text/plain"),
+}
+
+
+def render(name: str, profiles: Sequence[ParsedProfile], options: Mapping[str, Any]) -> bytes:
+    """The bytes of view `name` of profiles with options (as options.parse made them)."""
+    return VIEWS[name][0](profiles, options)
+
+
+def mimetype(name: str) -> str:
+    return VIEWS[name][1]

@@ -1,0 +1,81 @@
+"""A view's options: parsed from a request's query (or the CLI's flags), checked, and made
+canonical, so that equivalent requests (`?si=cpu`, `?si=1`, `?si=`) share one cached entry.
+
+Options are a plain dict of JSON values: they cross to the compute processes and name cache
+entries. Only values that differ from a view's defaults are kept.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from .flame import FLAME_NODE_BUDGET
+from .tables import SampleTypeError, sample_index
+
+Options = dict[str, Any]
+
+
+class OptionError(ValueError):
+    """A query value a view cannot use; the message names the parameter (a 400)."""
+
+
+def _int_arg(args: Mapping[str, str], name: str, default: int) -> int:
+    text = args.get(name)
+    if text is None or text == "":
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        raise OptionError(f"?{name}={text!r} is not a whole number") from None
+    if value < 0:
+        raise OptionError(f"?{name}={text!r} must be 0 or more")
+    return value
+
+
+def _fraction_arg(args: Mapping[str, str], name: str, default: float) -> float:
+    text = args.get(name)
+    if text is None or text == "":
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        raise OptionError(f"?{name}={text!r} is not a number") from None
+    if not (math.isfinite(value) and 0 <= value <= 1):
+        raise OptionError(f"?{name}={text!r} must be between 0 and 1")
+    return value
+
+
+def resolve_sample(
+    args: Mapping[str, str], types: list[tuple[str, str]], default: str | None
+) -> int | None:
+    """The sample type ?si= names (a name or an index), else the profile's default."""
+    try:
+        return sample_index(types, default, args.get("si"))
+    except SampleTypeError as exc:
+        raise OptionError(str(exc)) from None
+
+
+def parse(
+    view: str,
+    args: Mapping[str, str],
+    types: list[tuple[str, str]],
+    default_type: str | None,
+) -> Options:
+    """The canonical options of one view from a query; raises OptionError."""
+    options: Options = {"sample_index": resolve_sample(args, types, default_type)}
+    if view == "flamegraph":
+        options["node_fraction"] = _fraction_arg(args, "nf", 0.0)
+        # The node budget is the default limit; ?nf= alone replaces it, and both may be given.
+        default = FLAME_NODE_BUDGET if args.get("nf", "") == "" else 0
+        options["budget"] = _int_arg(args, "budget", default)
+    elif view in ("top", "toptext"):
+        options["node_count"] = _int_arg(args, "n", 0)
+    return options
+
+
+def key(view: str, options: Options) -> str:
+    """The cache key of a view with these options (stable: keys sorted, compact)."""
+    return view + ":" + json.dumps(options, sort_keys=True, separators=(",", ":"))

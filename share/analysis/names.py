@@ -83,11 +83,3 @@ def simplify(name: str) -> str:
         if m.group(0) == "(":
             return name[: m.start()]
     return name
-
-
-def go_regexp(pattern: str) -> re.Pattern[str] | None:
-    """A Go RE2 pattern as a Python one (None if Python cannot compile it)."""
-    try:
-        return re.compile(pattern)
-    except re.error:
-        return None

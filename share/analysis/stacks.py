@@ -7,14 +7,14 @@ node id done here is what lets graph.py count a function recursing in one stack 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from ..pprof import columns as pc
-from .names import go_regexp, simplify
+from . import goregexp
+from .names import simplify
 from .tables import Tables
 from .text import go_base
 
@@ -106,11 +106,7 @@ def _build_stacks(t: Tables) -> Stacks:
 
     # Pruning (drop_frames/keep_frames): cut lines off locations, then stacks.
     line_first = t.line_off[:-1].copy()  # first kept line of each location
-    drop = go_regexp("^(" + t.drop_frames + ")$") if t.drop_frames else None
-    if drop is not None:
-        keep = go_regexp("^(" + t.keep_frames + ")$") if t.keep_frames else None
-        if t.keep_frames and keep is None:
-            drop = None  # Go gives up on RemoveUninteresting when a regexp fails
+    drop, keep = _prune_patterns(t.drop_frames, t.keep_frames)
     if drop is not None:
         stack_loc, stack_off, line_first = _prune(t, drop, keep, line_first, stack_loc, stack_off)
 
@@ -235,10 +231,23 @@ def unique_stacks(
     return group.astype(_I64), loc[pc.ranges(off[:-1][rep], lengths[rep])], pc.offsets(lengths[rep])
 
 
+def _prune_patterns(drop_frames: str, keep_frames: str) -> tuple[Any, Any]:
+    """RemoveUninteresting's patterns, anchored; (None, None) when Go gives up on it (no
+    drop_frames, or a pattern that does not compile)."""
+    if not drop_frames:
+        return None, None
+    try:
+        drop = goregexp.compile("^(" + drop_frames + ")$")
+        keep = goregexp.compile("^(" + keep_frames + ")$") if keep_frames else None
+    except goregexp.RegexpError:
+        return None, None
+    return drop, keep
+
+
 def _prune(
     t: Tables,
-    drop: re.Pattern[str],
-    keep: re.Pattern[str] | None,
+    drop: Any,
+    keep: Any,
     line_first: np.ndarray,
     stack_loc: np.ndarray,
     stack_off: np.ndarray,
@@ -253,7 +262,7 @@ def _prune(
         hit = matches.get(name)
         if hit is None:
             simple = simplify(name)
-            hit = bool(drop.match(simple)) and not (keep is not None and keep.match(simple))
+            hit = bool(drop.search(simple)) and not (keep is not None and keep.search(simple))
             matches[name] = hit
         return hit
 

@@ -3,13 +3,15 @@
 The packages, and the one direction in which they import each other (tests/test_layout.py
 walks every import and fails on an arrow that runs back up):
 
-    web, cli  ->  core  ->  analysis, pprof, store
+    web, cli  ->  core  ->  compute  ->  analysis, pprof, store
     analysis  ->  pprof
 
 - share.web: the Flask app (create_app), every route in web/routes.py, pages, error rendering;
 - share.cli: `pprof-share serve | upload | delete | prune | top`, and the standard-library HTTP
   client, which loads neither Flask nor numpy so `pprof-share upload` starts fast;
 - share.core: the service — upload, fetch, views, delete, prune — with no Flask;
+- share.compute: the processes every parse and analysis runs in, bounded in time and memory,
+  with warm profiles, and the single flight of each view;
 - share.analysis: a parsed profile -> the views (top, flame graph, text), pprof's semantics;
 - share.pprof: bytes -> a validated profile, exactly as google/pprof accepts it;
 - share.store: the blob and metadata stores, one module per backend.

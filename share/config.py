@@ -27,9 +27,41 @@ DEFAULTS: dict[str, Any] = {
     "DEFAULT_EXPIRY": "30d",
     # Longest expiry an uploader may ask for: a duration, or "never" for no limit.
     "MAX_EXPIRY": "never",
+    # Compute processes per app instance for parsing and analysis (0: one per CPU).
+    "ANALYSIS_WORKERS": 0,
+    # Wall time one parse or analysis may take; past it its process is killed and replaced.
+    "ANALYSIS_SECONDS": 30,
+    # Address space of each compute process (RLIMIT_AS); past it the job fails clearly.
+    "ANALYSIS_MEMORY": 2048 * MiB,
+    # Decoded profiles each compute process keeps warm for the next question, in bytes.
+    "ANALYSIS_CACHE_BYTES": 512 * MiB,
+    # How long a view that failed (too slow, too big) answers its failure without retrying.
+    "ANALYSIS_FAILURE_SECONDS": 600,
+    # Total bytes of cached views in the metadata store; least recently used go first.
+    "VIEW_CACHE_BYTES": 256 * MiB,
+    # Most elements one profile may hold (real ones hold ~10x less): refused at upload.
+    "MAX_SAMPLES": 4_000_000,
+    "MAX_LOCATIONS": 1_000_000,
+    "MAX_FUNCTIONS": 1_000_000,
+    "MAX_MAPPINGS": 100_000,
+    "MAX_STRINGS": 4_000_000,
+    "MAX_LABELS": 20_000_000,
+    "MAX_FRAMES": 50_000_000,
 }
 
-_INT_SETTINGS = {"MAX_UPLOAD_BYTES", "MAX_PROFILE_BYTES"}
+_INT_SETTINGS = {
+    "MAX_UPLOAD_BYTES",
+    "MAX_PROFILE_BYTES",
+    "ANALYSIS_MEMORY",
+    "ANALYSIS_CACHE_BYTES",
+    "ANALYSIS_FAILURE_SECONDS",
+    "VIEW_CACHE_BYTES",
+    *(f"MAX_{k}" for k in ("SAMPLES", "LOCATIONS", "FUNCTIONS", "MAPPINGS", "STRINGS")),
+    "MAX_LABELS",
+    "MAX_FRAMES",
+}
+_SIZE = re.compile(r"^\s*(\d+)\s*(|k|m|g|kib|mib|gib|kb|mb|gb)\s*$", re.I)
+_SIZE_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "y": 365 * 86400}
 _DURATION = re.compile(r"^\s*(\d+)\s*([smhdwy])\s*$")
 
@@ -49,6 +81,16 @@ def parse_duration(text: str) -> int | None:
     return int(match.group(1)) * _UNITS[match.group(2)]
 
 
+def parse_size(value: Any) -> int:
+    """1048576, '512MiB', '2G', '64k' -> bytes (or a plain count). Raises ValueError."""
+    if isinstance(value, int):
+        return value
+    match = _SIZE.match(str(value))
+    if not match:
+        raise ValueError(value)
+    return int(match.group(1)) * _SIZE_UNITS[match.group(2)[:1].lower()]
+
+
 def load(environ: Mapping[str, str], overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Defaults, then SHARE_* variables of environ, then overrides; checked and typed."""
     settings = dict(DEFAULTS)
@@ -58,13 +100,33 @@ def load(environ: Mapping[str, str], overrides: Mapping[str, Any] | None = None)
     settings.update(overrides or {})
     for name in _INT_SETTINGS:
         try:
-            settings[name] = int(settings[name])
+            settings[name] = parse_size(settings[name])
             if settings[name] <= 0:
                 raise ValueError
         except (TypeError, ValueError):
+            what = "bytes" if "BYTES" in name or name.endswith("MEMORY") else "seconds"
+            what = what if not name.startswith("MAX_") or "BYTES" in name else "elements"
             raise ConfigError(
-                f"SHARE_{name}={settings[name]!r}: expected a positive number of bytes"
+                f"SHARE_{name}={settings[name]!r}: expected a positive number of {what}"
             ) from None
+    try:
+        settings["ANALYSIS_SECONDS"] = float(settings["ANALYSIS_SECONDS"])
+        if not 0 < settings["ANALYSIS_SECONDS"] < 1e9:
+            raise ValueError
+    except (TypeError, ValueError):
+        raise ConfigError(
+            f"SHARE_ANALYSIS_SECONDS={settings['ANALYSIS_SECONDS']!r}: expected a positive "
+            "number of seconds"
+        ) from None
+    try:
+        settings["ANALYSIS_WORKERS"] = int(settings["ANALYSIS_WORKERS"])
+        if settings["ANALYSIS_WORKERS"] < 0:
+            raise ValueError
+    except (TypeError, ValueError):
+        raise ConfigError(
+            f"SHARE_ANALYSIS_WORKERS={settings['ANALYSIS_WORKERS']!r}: expected a number of "
+            "processes (0: one per CPU)"
+        ) from None
     for name in ("DEFAULT_EXPIRY", "MAX_EXPIRY"):
         try:
             parse_duration(str(settings[name]))

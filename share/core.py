@@ -3,10 +3,9 @@ and the CLI all call this one core, and none of them touches a store."""
 
 from __future__ import annotations
 
-import base64
-import gzip
 import hashlib
 import hmac
+import json
 import secrets
 import time
 from collections.abc import Callable, Iterator
@@ -14,19 +13,20 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from . import pprof
 from .analysis import options as view_options
 from .analysis import views
+from .compute.once import Once
+from .compute.pool import AnalysisFailed, ComputePool, job_settings
 from .config import ConfigError, parse_duration
-from .errors import BadProfile, Forbidden, Gone, NotFound, ShareError, TooLarge
+from .errors import Forbidden, Gone, NotFound, ShareError, TooLarge
 from .store import blobs, meta
 from .store.blobs import BlobStore
 from .store.meta import MetaStore, Record
 
-ID_LENGTH = 16  # base64url characters: 96 bits of SHA-256
 LOCK_LEASE_SECONDS = 60  # a crashed holder's lease lapses after this
 LOCK_WAIT_SECONDS = 30  # how long an upload or delete waits for the lease before a 503
-VIEW_GZIP_LEVEL = 6  # paid once per view; level 9 took 3-6x as long for 3-17% fewer bytes
+# Followers of a view wait this much longer than the analysis may take (queueing, storing).
+VIEW_WAIT_MARGIN_SECONDS = 10
 
 
 @dataclass
@@ -36,12 +36,6 @@ class Upload:
     record: Record
     created: bool
     delete_token: str | None
-
-
-def profile_id(raw: bytes) -> str:
-    """The id of a profile: the first 96 bits of SHA-256 of its decompressed bytes, URL-safe."""
-    digest = hashlib.sha256(raw).digest()
-    return base64.urlsafe_b64encode(digest).decode()[:ID_LENGTH]
 
 
 def new_token() -> str:
@@ -66,54 +60,19 @@ def human_bytes(n: int) -> str:
     return f"{n} bytes"
 
 
-def _last(value: Any) -> int:
-    """A scalar field that the decoder may keep as a list of every occurrence."""
-    if isinstance(value, int):
-        return value
-    return int(value[-1]) if len(value) else 0
-
-
-def summarize(parsed: pprof.ParsedProfile) -> dict[str, Any]:
-    """The informational fields of a profile, for the record and the metadata panel."""
-    message, string = parsed.message, parsed.string
-    period_type = message.period_type if message.HasField("period_type") else None
-    return {
-        "period": message.period,
-        "period_type": (
-            {"type": string(period_type.type), "unit": string(period_type.unit)}
-            if period_type
-            else None
-        ),
-        "time_nanos": _last(message.time_nanos),
-        "duration_nanos": message.duration_nanos,
-        "comments": [string(i) for i in message.comment],
-        "drop_frames": string(message.drop_frames),
-        "keep_frames": string(message.keep_frames),
-        "doc_url": string(message.doc_url),
-        "mappings": [
-            {
-                "filename": string(m.filename),
-                "build_id": string(m.build_id),
-                "has_functions": m.has_functions,
-            }
-            for m in message.mapping
-        ],
-    }
-
-
-def open_share(settings: dict[str, Any]) -> Share:
+def open_share(settings: dict[str, Any], compute: ComputePool | None = None) -> Share:
     """The core on the stores that settings name; raises ConfigError when one is unusable."""
     try:
         blob_store = blobs.from_url(settings["BLOBS"])
     except ValueError as exc:
         raise ConfigError(f"SHARE_BLOBS={settings['BLOBS']!r}: {exc}") from None
-    meta_store = meta.from_url(settings["META"])
+    meta_store = meta.from_url(settings["META"], settings["VIEW_CACHE_BYTES"])
     for name, store in (("SHARE_BLOBS", blob_store), ("SHARE_META", meta_store)):
         try:
             store.check()
         except OSError as exc:
             raise ConfigError(f"{name}={settings[name[6:]]!r}: {exc}") from None
-    return Share(blob_store, meta_store, settings)
+    return Share(blob_store, meta_store, settings, compute=compute)
 
 
 class Share:
@@ -125,15 +84,22 @@ class Share:
         meta: MetaStore,
         settings: dict[str, Any],
         clock: Callable[[], float] = time.time,
+        compute: ComputePool | None = None,
     ) -> None:
         self.blobs = blobs
         self.meta = meta
         self.settings = settings
         self.clock = clock
+        # Processes start on first use; one pool may serve several apps (tests share one).
+        self.compute = compute if compute is not None else ComputePool(settings)
+        self.once = Once(meta)
+        self._job = job_settings(settings)
 
     def close(self) -> None:
-        """Let go of store connections (the CLI does before gunicorn forks its workers)."""
+        """Let go of store connections and compute processes (the CLI does before gunicorn
+        forks its workers: neither may cross a fork)."""
         self.meta.close()
+        self.compute.close()
 
     # --- expiry -------------------------------------------------------------------------
     def expiry_seconds(self, requested: str | None) -> int | None:
@@ -158,49 +124,61 @@ class Share:
                 "(SHARE_MAX_UPLOAD_BYTES)"
             )
         seconds = self.expiry_seconds(expires)
-        parsed = pprof.parse(data, max_profile_bytes=self.settings["MAX_PROFILE_BYTES"])
-        pid = profile_id(parsed.raw)
+        facts = self._validate(data)
+        pid = facts["id"]
+        blob = facts["blob"] if facts["blob"] is not None else data
         with self._exclusive(pid):
             now = self.clock()
             expires_at = None if seconds is None else now + seconds
             existing = self._live_record(pid, now)
             if existing is not None:
-                return self._again(existing, parsed, data, expires_at)
-            blob = self._blob(parsed, data)
+                return self._again(existing, blob, expires_at)
             self.blobs.put(pid, blob)
             token = new_token()
             record = Record(
                 id=pid,
-                sha256=hashlib.sha256(parsed.raw).hexdigest(),
+                sha256=facts["sha256"],
                 title=title.strip()[:200],
-                size_bytes=len(parsed.raw),
+                size_bytes=facts["size_bytes"],
                 stored_bytes=len(blob),
                 created_at=now,
                 expires_at=expires_at,
                 delete_token_hash=token_hash(token),
-                sample_types=[list(t) for t in parsed.sample_types()],
-                default_sample_type=parsed.default_sample_type(),
-                n_samples=parsed.n_samples,
-                n_locations=parsed.n_locations,
-                n_functions=parsed.n_functions,
-                metadata=summarize(parsed),
+                sample_types=facts["sample_types"],
+                default_sample_type=facts["default_sample_type"],
+                n_samples=facts["n_samples"],
+                n_locations=facts["n_locations"],
+                n_functions=facts["n_functions"],
+                metadata=facts["metadata"],
             )
             if not self.meta.create(record):  # only if a lease expired under a slow upload
                 raise ShareError("the profile changed while uploading; try again", 409)
             return Upload(record, created=True, delete_token=token)
 
-    @staticmethod
-    def _blob(parsed: pprof.ParsedProfile, data: bytes) -> bytes:
-        """What we store: the upload itself when it is gzip, else its gzip."""
-        return data if parsed.was_gzip else gzip.compress(parsed.raw, compresslevel=6)
+    def _validate(self, data: bytes) -> dict[str, Any]:
+        """The profile's id, record fields and blob (None: the upload as is), from a compute
+        process: the web tier never holds the decompressed profile, whatever it inflates to."""
+        job = {"op": "ingest", "data": data, **self._job}
+        try:
+            return self.compute.run(job)
+        except AnalysisFailed as exc:
+            if exc.kind == "time":
+                raise ShareError(
+                    f"validating the profile took longer than {self.compute.seconds:g} s "
+                    "(SHARE_ANALYSIS_SECONDS); nothing was stored",
+                    422,
+                ) from None
+            if exc.kind == "memory":
+                raise TooLarge(
+                    f"{exc.message.replace('the analysis', 'the profile')}; nothing was stored"
+                ) from None
+            raise
 
-    def _again(
-        self, record: Record, parsed: pprof.ParsedProfile, data: bytes, expires_at: float | None
-    ) -> Upload:
+    def _again(self, record: Record, blob: bytes, expires_at: float | None) -> Upload:
         """A profile we already have: keep one copy, extend its life to the later expiry."""
         record.expires_at = self.meta.extend_expiry(record.id, expires_at)
         if not self.blobs.exists(record.id):  # lost by the store: put it back
-            self.blobs.put(record.id, self._blob(parsed, data))
+            self.blobs.put(record.id, blob)
         return Upload(record, created=False, delete_token=None)
 
     @contextmanager
@@ -255,26 +233,52 @@ class Share:
         except FileNotFoundError:
             raise NotFound(f"no profile with id {pid}") from None
 
-    def profile(self, pid: str) -> pprof.ParsedProfile:
-        """The stored profile, parsed."""
-        data = self.raw_gzip(pid)
-        try:
-            return pprof.parse(data, max_profile_bytes=max(self.settings["MAX_PROFILE_BYTES"], 1))
-        except (BadProfile, TooLarge) as exc:  # stored under older, laxer rules or limits
-            raise ShareError(f"stored profile {pid} cannot be read: {exc.message}", 500) from exc
-
-    def view(self, pid: str, name: str, options: dict[str, Any]) -> bytes:
-        """A view of a profile (analysis.views), gzip-compressed: computed once, then served
-        from the metadata store. Options are canonical (analysis.options.parse)."""
+    def view(
+        self, pid: str, name: str, options: dict[str, Any], bases: tuple[str, ...] = ()
+    ) -> bytes:
+        """A view of a profile (analysis.views), gzip-compressed. Computed once in the compute
+        tier — concurrent requests wait for that one computation — then served from the
+        metadata store. A view that ran out of time or memory answers its failure for
+        SHARE_ANALYSIS_FAILURE_SECONDS without being tried again. Options are canonical
+        (analysis.options.parse); bases are the other profiles a diff view reads."""
         self.record(pid)
-        key = f"{view_options.key(name, options)}:{views.VERSION}"
-        cached = self.meta.view_get(pid, key)
-        if cached is not None:
-            return cached
-        body = views.render(name, [self.profile(pid)], options)
-        data = gzip.compress(body, compresslevel=VIEW_GZIP_LEVEL, mtime=0)
-        self.meta.view_put(pid, key, data)
-        return data
+        for base in bases:
+            self.record(base)
+        key = f"{view_options.key(name, options)}:{'+'.join(bases)}:{views.VERSION}"
+        failed_key = "failed:" + key
+
+        def cached() -> bytes | None:
+            data = self.meta.view_get(pid, key)
+            if data is not None:
+                return data
+            failure = self.meta.view_get(pid, failed_key)
+            if failure is not None:
+                known = json.loads(failure)
+                age = self.clock() - known["at"]
+                if age < self.settings["ANALYSIS_FAILURE_SECONDS"]:
+                    raise ShareError(
+                        f"{known['message']} (when tried {age:.0f} s ago; not tried again "
+                        f"for {self.settings['ANALYSIS_FAILURE_SECONDS']} s)",
+                        known["code"],
+                    )
+            return None
+
+        def compute() -> bytes:
+            job = {"op": "view", "pid": pid, "bases": list(bases), "name": name,
+                   "options": options, **self._job}  # fmt: skip
+            try:
+                data = self.compute.run(job, profile=pid)
+            except AnalysisFailed as exc:
+                if exc.kind != "died":  # a killed process may do better on retry
+                    failure = {"at": self.clock(), "code": exc.code, "message": exc.message}
+                    self.meta.view_put(pid, failed_key, json.dumps(failure).encode())
+                raise
+            self.meta.view_put(pid, key, data)
+            return data
+
+        lease = f"{pid}:view:{hashlib.sha256(key.encode()).hexdigest()[:16]}"
+        wait = self.compute.seconds + VIEW_WAIT_MARGIN_SECONDS
+        return self.once.run(f"{pid}:{key}", lease, cached, compute, wait)
 
     # --- removal ------------------------------------------------------------------------
     def delete(self, pid: str, token: str | None) -> None:

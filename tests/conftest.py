@@ -170,14 +170,38 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, Any]:
     return backend_settings(request.param, request, tmp_path)
 
 
+_POOL: list[Any] = []
+
+
+def shared_pool() -> Any:
+    """One ComputePool for every in-process app of the run: apps differ in stores and limits,
+    which jobs carry, so sharing it only saves starting compute processes per test."""
+    if not _POOL:
+        from share.compute.pool import ComputePool
+        from share.config import load
+
+        _POOL.append(ComputePool(load({}, {"ANALYSIS_WORKERS": 2})))
+    return _POOL[0]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _close_shared_pool() -> Iterator[None]:
+    yield
+    if _POOL:
+        _POOL.pop().close()
+
+
+def make_app(config: dict[str, Any]):  # type: ignore[no-untyped-def]
+    """create_app(config) on the shared compute pool."""
+    from share import create_app
+
+    return create_app({"COMPUTE": shared_pool(), **config})
+
+
 @pytest.fixture
 def app(tmp_path: Path):  # type: ignore[no-untyped-def]
     """The app on the embedded default stores in a fresh tmp dir."""
-    from share import create_app
-
-    return create_app(
-        {"BLOBS": f"file:{tmp_path}/blobs", "META": f"sqlite:{tmp_path}/meta.sqlite3"}
-    )
+    return make_app({"BLOBS": f"file:{tmp_path}/blobs", "META": f"sqlite:{tmp_path}/meta.sqlite3"})
 
 
 @pytest.fixture

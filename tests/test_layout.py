@@ -16,9 +16,10 @@ MAX_LINES = 400
 LEAVES = {"config", "errors"}
 ALLOWED = {
     "root": {"web"},  # share/__init__.py: create_app() for gunicorn
-    "web": {"core", "analysis", "pprof", "store"} | LEAVES,
-    "cli": {"web", "core", "analysis", "pprof", "store"} | LEAVES,  # serve runs the web app
-    "core": {"analysis", "pprof", "store"} | LEAVES,
+    "web": {"core", "compute", "analysis", "pprof", "store"} | LEAVES,
+    "cli": {"web", "core", "compute", "analysis", "pprof", "store"} | LEAVES,  # serve: the app
+    "core": {"compute", "analysis", "pprof", "store"} | LEAVES,
+    "compute": {"analysis", "pprof", "store"} | LEAVES,
     "analysis": {"pprof"} | LEAVES,
     "pprof": {"errors"},
     "store": {"errors"},

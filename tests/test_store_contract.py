@@ -157,3 +157,36 @@ def test_lease_is_exclusive_until_released_or_lapsed(stores):
     assert meta_store.try_lock("AAAAAAAAAAAAAAAA", "three", 0.05) is True
     time.sleep(0.2)  # a crashed holder's lease lapses
     assert meta_store.try_lock("AAAAAAAAAAAAAAAA", "four", 30) is True
+
+
+def test_a_renewed_lease_outlives_its_first_term_and_only_its_holder_renews(stores):
+    _, meta_store = stores
+    assert meta_store.try_lock("AAAAAAAAAAAAAAAA", "one", 0.3) is True
+    assert meta_store.renew_lock("AAAAAAAAAAAAAAAA", "two", 30) is False  # not the holder
+    assert meta_store.renew_lock("AAAAAAAAAAAAAAAA", "one", 30) is True
+    time.sleep(0.5)  # past the first term: still held
+    assert meta_store.try_lock("AAAAAAAAAAAAAAAA", "two", 30) is False
+    meta_store.unlock("AAAAAAAAAAAAAAAA", "one")
+    assert meta_store.renew_lock("AAAAAAAAAAAAAAAA", "one", 30) is False
+
+
+def test_cached_views_stay_under_the_cap_least_recently_used_first(backend):
+    """2,000 distinct views of 100 bytes into a 20,000-byte cache: the total stays under it,
+    the newest stay, and a profile's deletion gives its share back."""
+    meta_store = meta.from_url(backend["META"], view_cache_bytes=20_000)
+    pids = ["AAAAAAAAAAAAAAAA", "BBBBBBBBBBBBBBBB"]
+    for pid in pids:
+        meta_store.create(make_record(pid))
+    for i in range(2000):
+        meta_store.view_put(pids[i % 2], f"flamegraph:budget={i}", bytes([i % 251]) * 100)
+        assert meta_store.view_bytes() <= 20_000
+    assert meta_store.view_bytes() >= 19_000  # full, not emptied
+    assert meta_store.view_get(pids[1], "flamegraph:budget=1999") == bytes([1999 % 251]) * 100
+    assert meta_store.view_get(pids[0], "flamegraph:budget=0") is None  # the oldest went
+    kept = sum(meta_store.view_get(pids[i % 2], f"flamegraph:budget={i}") is not None
+               for i in range(2000))  # fmt: skip
+    assert 190 <= kept <= 200
+    meta_store.view_put(pids[0], "too-big", b"x" * 20_001)  # bigger than the cache: not kept
+    assert meta_store.view_get(pids[0], "too-big") is None
+    meta_store.delete(pids[0])
+    assert meta_store.view_bytes() <= 10_000  # only B's views are left

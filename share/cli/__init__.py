@@ -69,7 +69,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
     p.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
     p.add_argument("--workers", type=int, default=int(os.environ.get("WEB_CONCURRENCY", "2")))
-    p.add_argument("--threads", type=int, default=4)
+    # Requests waiting on the compute tier hold a thread while they wait: enough of them that
+    # a stampede of first views leaves threads for everyone else.
+    p.add_argument("--threads", type=int, default=32)
     p.add_argument("--access-log", action="store_true", help="log every request to stdout")
     p.set_defaults(func=serve_command)
 

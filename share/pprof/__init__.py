@@ -6,6 +6,7 @@ naming files that are not profiles (sniff), and the pipeline that runs them in o
 It imports nothing from share but share.errors: every other package may import it.
 """
 
+from .limits import Limits
 from .pipeline import ParsedProfile, parse
 
-__all__ = ["ParsedProfile", "parse"]
+__all__ = ["Limits", "ParsedProfile", "parse"]

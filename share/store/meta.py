@@ -11,6 +11,8 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
+VIEW_CACHE_BYTES = 256 << 20  # the default cap of cached views (SHARE_VIEW_CACHE_BYTES)
+
 
 @dataclass
 class Record:
@@ -64,7 +66,11 @@ class MetaStore(Protocol):
         """A cached derived view of a profile."""
 
     def view_put(self, profile_id: str, key: str, data: bytes) -> None:
-        """Cache a derived view; dropped with the profile."""
+        """Cache a derived view; dropped with the profile. Views hold at most the store's
+        view_cache_bytes in all: the least recently used go first."""
+
+    def view_bytes(self) -> int:
+        """Bytes held by cached views in all."""
 
     def check(self) -> None:
         """Raise OSError with a readable message when the store cannot be used."""
@@ -75,18 +81,21 @@ class MetaStore(Protocol):
     def try_lock(self, profile_id: str, token: str, seconds: float) -> bool:
         """Take the profile's lease for `seconds` unless someone else holds it."""
 
+    def renew_lock(self, profile_id: str, token: str, seconds: float) -> bool:
+        """Extend our lease to `seconds` from now; False if it is no longer ours."""
+
     def unlock(self, profile_id: str, token: str) -> None:
         """Give the lease back, if it is still ours."""
 
 
-def from_url(url: str) -> MetaStore:
+def from_url(url: str, view_cache_bytes: int = VIEW_CACHE_BYTES) -> MetaStore:
     """sqlite:PATH or redis://… / rediss://… -> a MetaStore."""
     if url.startswith("sqlite:"):
         from .sqlite import SqliteMetaStore
 
-        return SqliteMetaStore(url.removeprefix("sqlite:"))
+        return SqliteMetaStore(url.removeprefix("sqlite:"), view_cache_bytes)
     if url.startswith(("redis://", "rediss://", "unix://")):
         from .redis import RedisMetaStore
 
-        return RedisMetaStore(url)
+        return RedisMetaStore(url, view_cache_bytes=view_cache_bytes)
     raise ValueError(f"unknown metadata store {url!r}")

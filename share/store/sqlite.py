@@ -8,7 +8,7 @@ import threading
 import time
 from pathlib import Path
 
-from .meta import Record
+from .meta import VIEW_CACHE_BYTES, Record
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS profiles (
@@ -26,8 +26,25 @@ CREATE TABLE IF NOT EXISTS views (
     id TEXT NOT NULL,
     key TEXT NOT NULL,
     data BLOB NOT NULL,
+    size INTEGER NOT NULL DEFAULT 0,
+    used REAL NOT NULL DEFAULT 0,
     PRIMARY KEY (id, key)
 );
+"""
+# Added to views after its first release: older files get them on open.
+_VIEW_COLUMNS = {"size": "INTEGER NOT NULL DEFAULT 0", "used": "REAL NOT NULL DEFAULT 0"}
+_VIEW_INDEX = "CREATE INDEX IF NOT EXISTS views_used ON views(used)"
+# A hit refreshes a view's place in the LRU order at most this often (a hit is a read, not a
+# write, most of the time).
+_TOUCH_SECONDS = 60.0
+# Drop the least recently used views until `size` more bytes fit under the cap (:excess is
+# what the total is over it once they are in).
+_EVICT = """
+DELETE FROM views WHERE rowid IN (
+    SELECT rowid FROM (
+        SELECT rowid, size, SUM(size) OVER (ORDER BY used, rowid) AS running FROM views
+    ) WHERE running - size < :excess
+)
 """
 
 
@@ -35,8 +52,11 @@ class SqliteMetaStore:
     """Records in one SQLite file: the single-machine default. WAL mode lets several gunicorn
     workers read while one writes."""
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], view_cache_bytes: int = VIEW_CACHE_BYTES
+    ) -> None:
         self.path = Path(path)
+        self.view_cache_bytes = view_cache_bytes
         self._local = threading.local()
 
     def _db(self) -> sqlite3.Connection:
@@ -47,6 +67,12 @@ class SqliteMetaStore:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA busy_timeout=30000")
             db.executescript(_SCHEMA)
+            have = {row[1] for row in db.execute("PRAGMA table_info(views)")}
+            for column, decl in _VIEW_COLUMNS.items():
+                if column not in have:
+                    db.execute(f"ALTER TABLE views ADD COLUMN {column} {decl}")
+                    db.execute("UPDATE views SET size = length(data)")
+            db.execute(_VIEW_INDEX)
             self._local.db = db
         return db
 
@@ -125,20 +151,40 @@ class SqliteMetaStore:
         return [row[0] for row in rows]
 
     def view_get(self, profile_id: str, key: str) -> bytes | None:
-        row = (
-            self._db()
-            .execute("SELECT data FROM views WHERE id = ? AND key = ?", (profile_id, key))
-            .fetchone()
-        )
-        return None if row is None else bytes(row[0])
+        db = self._db()
+        row = db.execute(
+            "SELECT data, used FROM views WHERE id = ? AND key = ?", (profile_id, key)
+        ).fetchone()
+        if row is None:
+            return None
+        now = time.time()
+        if now - row[1] > _TOUCH_SECONDS:
+            db.execute("UPDATE views SET used = ? WHERE id = ? AND key = ?", (now, profile_id, key))
+        return bytes(row[0])
 
     def view_put(self, profile_id: str, key: str, data: bytes) -> None:
-        # Only for a profile that still has a record, so a view never outlives its profile.
-        self._db().execute(
-            "INSERT OR REPLACE INTO views (id, key, data) "
-            "SELECT ?, ?, ? WHERE EXISTS (SELECT 1 FROM profiles WHERE id = ?)",
-            (profile_id, key, data, profile_id),
-        )
+        if len(data) > self.view_cache_bytes:
+            return  # it would push out everything else, and then itself
+        db = self._db()
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            # Only for a profile that still has a record, so a view never outlives its profile.
+            db.execute(
+                "INSERT OR REPLACE INTO views (id, key, data, size, used) "
+                "SELECT ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM profiles WHERE id = ?)",
+                (profile_id, key, data, len(data), time.time(), profile_id),
+            )
+            (total,) = db.execute("SELECT COALESCE(SUM(size), 0) FROM views").fetchone()
+            if total > self.view_cache_bytes:
+                db.execute(_EVICT, {"excess": total - self.view_cache_bytes})
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    def view_bytes(self) -> int:
+        """Bytes held by cached views in all."""
+        return int(self._db().execute("SELECT COALESCE(SUM(size), 0) FROM views").fetchone()[0])
 
     def check(self) -> None:
         try:
@@ -160,6 +206,13 @@ class SqliteMetaStore:
         except BaseException:
             db.execute("ROLLBACK")
             raise
+        return cursor.rowcount == 1
+
+    def renew_lock(self, profile_id: str, token: str, seconds: float) -> bool:
+        cursor = self._db().execute(
+            "UPDATE locks SET until = ? WHERE id = ? AND token = ?",
+            (time.time() + seconds, profile_id, token),
+        )
         return cursor.rowcount == 1
 
     def unlock(self, profile_id: str, token: str) -> None:

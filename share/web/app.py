@@ -40,11 +40,12 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
     app = Flask("share", template_folder=asset_dir("templates"), static_folder=asset_dir("static"))
     overrides = dict(test_config or {})
     clock = overrides.pop("CLOCK", None)
+    compute = overrides.pop("COMPUTE", None)  # a ComputePool to share (tests share one)
     settings = config.load(os.environ, overrides)
     app.config["SHARE"] = settings
     # Flask refuses bodies over this before we read them; a little slack for multipart framing.
     app.config["MAX_CONTENT_LENGTH"] = settings["MAX_UPLOAD_BYTES"] + 64 * 1024
-    share = open_share(settings)
+    share = open_share(settings, compute=compute)
     if clock is not None:
         share.clock = clock
     app.extensions["share"] = share

@@ -25,6 +25,7 @@ from .store.meta import MetaStore, Record
 
 LOCK_LEASE_SECONDS = 60  # a crashed holder's lease lapses after this
 LOCK_WAIT_SECONDS = 30  # how long an upload or delete waits for the lease before a 503
+AFFINITY_KEY = "compute-slot"  # in the view cache: where the profile was validated
 # Followers of a view wait this much longer than the analysis may take (queueing, storing).
 VIEW_WAIT_MARGIN_SECONDS = 10
 
@@ -124,7 +125,8 @@ class Share:
                 "(SHARE_MAX_UPLOAD_BYTES)"
             )
         seconds = self.expiry_seconds(expires)
-        facts = self._validate(data)
+        slot = self.compute.next_slot()
+        facts = self._validate(data, slot)
         pid = facts["id"]
         blob = facts["blob"] if facts["blob"] is not None else data
         with self._exclusive(pid):
@@ -153,14 +155,16 @@ class Share:
             )
             if not self.meta.create(record):  # only if a lease expired under a slow upload
                 raise ShareError("the profile changed while uploading; try again", 409)
+            # The process that validated it holds it decoded: its first views go there.
+            self.meta.view_put(pid, AFFINITY_KEY, str(slot).encode())
             return Upload(record, created=True, delete_token=token)
 
-    def _validate(self, data: bytes) -> dict[str, Any]:
+    def _validate(self, data: bytes, slot: int) -> dict[str, Any]:
         """The profile's id, record fields and blob (None: the upload as is), from a compute
         process: the web tier never holds the decompressed profile, whatever it inflates to."""
         job = {"op": "ingest", "data": data, **self._job}
         try:
-            return self.compute.run(job)
+            return self.compute.run(job, slot=slot)
         except AnalysisFailed as exc:
             if exc.kind == "time":
                 raise ShareError(
@@ -233,6 +237,13 @@ class Share:
         except FileNotFoundError:
             raise NotFound(f"no profile with id {pid}") from None
 
+    def _affinity(self, pid: str) -> int | None:
+        """The compute process that validated the profile (and may hold it decoded)."""
+        slot = self.meta.view_get(pid, AFFINITY_KEY)
+        if slot is None or not slot.isdigit() or int(slot) >= self.compute.size:
+            return None
+        return int(slot)
+
     def view(
         self, pid: str, name: str, options: dict[str, Any], bases: tuple[str, ...] = ()
     ) -> bytes:
@@ -267,7 +278,7 @@ class Share:
             job = {"op": "view", "pid": pid, "bases": list(bases), "name": name,
                    "options": options, **self._job}  # fmt: skip
             try:
-                data = self.compute.run(job, profile=pid)
+                data = self.compute.run(job, profile=pid, slot=self._affinity(pid))
             except AnalysisFailed as exc:
                 if exc.kind != "died":  # a killed process may do better on retry
                     failure = {"at": self.clock(), "code": exc.code, "message": exc.message}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 
@@ -10,6 +11,8 @@ def serve(args: argparse.Namespace) -> int:
     """Run the app under gunicorn; a bad setting or unreachable store stops with one line."""
     from gunicorn.app.base import BaseApplication
 
+    from .. import config
+    from ..compute.pool import DIRECTORY_ENV, Supervisor
     from ..config import ConfigError
     from ..web.app import create_app
 
@@ -35,6 +38,15 @@ def serve(args: argparse.Namespace) -> int:
         def load(self):  # type: ignore[no-untyped-def]
             return create_app()
 
-    print(f"pprof-share: serving on http://{args.host}:{args.port}/", file=sys.stderr)
-    Server().run()
+    # One set of compute processes for the instance, shared by every worker (a profile is
+    # then warm for all of them), started here in the master before it forks the workers.
+    supervisor = Supervisor(config.load(os.environ))
+    supervisor.start()
+    os.environ[DIRECTORY_ENV] = supervisor.directory
+    print(f"pprof-share: serving on http://{args.host}:{args.port}/ with "
+          f"{supervisor.size} compute processes", file=sys.stderr)  # fmt: skip
+    try:
+        Server().run()
+    finally:
+        supervisor.stop()
     return 0

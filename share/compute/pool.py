@@ -1,31 +1,44 @@
-"""ComputePool: the compute processes of one app instance, and the one way to reach them.
+"""The compute processes of one app instance: a Supervisor that keeps them running, and the
+ComputePool every web worker uses to reach them.
 
-run(job, profile=pid) sends the job to a process — the one that has the profile warm, else an
-idle one — and waits at most SHARE_ANALYSIS_SECONDS for the answer. Past that, or when the
-process dies or runs out of memory, the process is killed and a fresh one takes its slot, and
-the caller gets a ShareError saying what happened. Processes start on first use, so an app
-that never analyses (a CLI command, gunicorn's master) starts none.
+`pprof-share serve` starts the Supervisor in gunicorn's master, before it forks the workers, and
+names its directory in $PPROF_SHARE_COMPUTE_DIR: every worker of the instance then reaches the
+same processes, so a profile is warm for all of them. An app without one (the Flask test client,
+another WSGI server) starts a private Supervisor on first use.
+
+Each process listens on <directory>/compute-<i>.sock. A job about a profile goes to the process
+the profile's id hashes to — the same from every worker — or, right after its upload, to the
+process that validated it and holds it decoded. The pool waits at most SHARE_ANALYSIS_SECONDS
+for a process to take the job and as long again for the answer; past that, or when the process
+dies or runs out of memory, it is killed, the Supervisor starts another in its place, and the
+caller gets a ShareError saying what happened.
 """
 
 from __future__ import annotations
 
-import collections
+import contextlib
+import hashlib
+import itertools
+import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
-import weakref
 from collections.abc import Callable
 from typing import Any
 
 from ..errors import ShareError
 from . import protocol
 
-AFFINITY_ENTRIES = 10_000  # profiles whose process we remember
+DIRECTORY_ENV = "PPROF_SHARE_COMPUTE_DIR"
+ELEMENT_LIMITS = ("SAMPLES", "LOCATIONS", "FUNCTIONS", "MAPPINGS", "STRINGS", "LABELS", "FRAMES")
 _PROCESS_SETTINGS = ("ANALYSIS_MEMORY", "ANALYSIS_CACHE_BYTES")
+_WATCH_SECONDS = 0.05  # how soon a dead process is replaced
 
 
 class AnalysisFailed(ShareError):
@@ -38,33 +51,13 @@ class AnalysisFailed(ShareError):
         self.kind = kind  # "time", "memory" or "died"
 
 
-class _Slot:
-    """One compute process (started when first needed) and the lock of whoever talks to it."""
-
-    def __init__(self, index: int) -> None:
-        self.index = index
-        self.lock = threading.Lock()
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.sock: socket.socket | None = None
-        self.warm: frozenset[str] = frozenset()
-        self.started = 0  # processes started in this slot, replacements included
-
-    def kill(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-        if self.proc is not None:
-            self.proc.wait()
-        if self.sock is not None:
-            self.sock.close()
-        self.proc, self.sock, self.warm = None, None, frozenset()
-
-
-ELEMENT_LIMITS = ("SAMPLES", "LOCATIONS", "FUNCTIONS", "MAPPINGS", "STRINGS", "LABELS", "FRAMES")
+class _NotStarted(Exception):
+    """The connection ended before a process took the job."""
 
 
 def job_settings(settings: dict[str, Any]) -> dict[str, Any]:
     """What a job needs of an app's settings: its blob store and its limits. Jobs carry them,
-    so one pool can serve apps on different stores (tests do)."""
+    so one set of processes serves apps on different stores (tests do)."""
     return {
         "blobs": settings["BLOBS"],
         "max_profile_bytes": settings["MAX_PROFILE_BYTES"],
@@ -72,146 +65,211 @@ def job_settings(settings: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-class ComputePool:
-    """SHARE_ANALYSIS_WORKERS compute processes (default: one per CPU)."""
+def pool_size(settings: dict[str, Any]) -> int:
+    return int(settings.get("ANALYSIS_WORKERS") or os.cpu_count() or 1)
+
+
+def socket_path(directory: str, index: int) -> str:
+    return os.path.join(directory, f"compute-{index}.sock")
+
+
+class Supervisor:
+    """Starts the compute processes and starts another whenever one ends."""
 
     def __init__(self, settings: dict[str, Any]) -> None:
-        self.settings = settings
-        self.size = int(settings.get("ANALYSIS_WORKERS") or os.cpu_count() or 1)
-        self.seconds = float(settings["ANALYSIS_SECONDS"])
-        self.slots = [_Slot(i) for i in range(self.size)]
-        self._affinity: collections.OrderedDict[str, int] = collections.OrderedDict()
-        self._guard = threading.Lock()
-        self._finalizer = weakref.finalize(self, ComputePool._kill_all, self.slots)
+        self.size = pool_size(settings)
+        self.directory = tempfile.mkdtemp(prefix="pprof-share-compute-")
+        self._env = dict(
+            os.environ,
+            PPROF_SHARE_COMPUTE=json.dumps({k: settings[k] for k in _PROCESS_SETTINGS}),
+            OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MALLOC_ARENA_MAX="2",
+        )  # fmt: skip
+        self._env.pop(DIRECTORY_ENV, None)
+        self.procs: list[subprocess.Popen[bytes] | None] = [None] * self.size
+        self.started = [0] * self.size  # processes started per slot, replacements included
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._watcher: threading.Thread | None = None
+        self._owner = os.getpid()  # forked workers inherit this object: only the owner stops
 
-    # --- processes ---------------------------------------------------------------------
-    @staticmethod
-    def _kill_all(slots: list[_Slot]) -> None:
-        for slot in slots:
-            slot.kill()
+    def start(self) -> None:
+        """Start every process and the thread that replaces those that end."""
+        with self._lock:
+            if self._watcher is not None:
+                return
+            for i in range(self.size):
+                self._spawn(i)
+            self._watcher = threading.Thread(target=self._watch, daemon=True, name="compute")
+            self._watcher.start()
+
+    def _spawn(self, i: int) -> None:
+        self.procs[i] = subprocess.Popen(
+            [sys.executable, "-m", "share.compute.worker", socket_path(self.directory, i)],
+            stdin=subprocess.PIPE, env=self._env,
+        )  # fmt: skip
+        self.started[i] += 1
+
+    def _watch(self) -> None:
+        while not self._stop.wait(_WATCH_SECONDS):
+            with self._lock:
+                if self._stop.is_set():
+                    return
+                for i, proc in enumerate(self.procs):
+                    if proc is not None and proc.poll() is not None:
+                        # (Under gunicorn its master may reap the process first: status 0.)
+                        status = proc.returncode
+                        how = f" (signal {-status})" if status < 0 else ""
+                        how = f" (status {status})" if status > 0 else how
+                        print(f"pprof-share: compute process {proc.pid} ended{how}; "
+                              "starting another", file=sys.stderr, flush=True)  # fmt: skip
+                        if proc.stdin is not None:
+                            proc.stdin.close()
+                        self._spawn(i)
+
+    def pids(self) -> list[int]:
+        return [p.pid for p in self.procs if p is not None]
+
+    def stop(self) -> None:
+        """End every process and remove the directory (in the process that started them)."""
+        if os.getpid() != self._owner:
+            return
+        self._stop.set()
+        with self._lock:
+            for proc in self.procs:
+                if proc is not None and proc.poll() is None:
+                    proc.kill()
+            for proc in self.procs:
+                if proc is not None:
+                    with contextlib.suppress(Exception):
+                        proc.wait(timeout=10)
+                    if proc.stdin is not None:
+                        proc.stdin.close()
+            self.procs = [None] * self.size
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
+class ComputePool:
+    """The way to the compute processes: those of the instance's Supervisor when
+    $PPROF_SHARE_COMPUTE_DIR names it, else a private one started on first use."""
+
+    def __init__(self, settings: dict[str, Any], directory: str | None = None) -> None:
+        self.settings = settings
+        self.seconds = float(settings["ANALYSIS_SECONDS"])
+        self.size = pool_size(settings)
+        directory = directory or os.environ.get(DIRECTORY_ENV)
+        self.supervisor = None if directory else Supervisor(settings)
+        self.directory = directory or self.supervisor.directory  # type: ignore[union-attr]
+        self._turn = itertools.count()
+        self.warm: list[frozenset[str]] = [frozenset()] * self.size  # as last reported
 
     def close(self) -> None:
-        """Stop every compute process (they are started again when needed)."""
-        for slot in self.slots:
-            with slot.lock:
-                slot.kill()
+        """Stop a private Supervisor's processes (the instance's are the master's to stop)."""
+        if self.supervisor is not None:
+            self.supervisor.stop()
 
-    def _start(self, slot: _Slot) -> None:
-        parent, child = socket.socketpair()
-        env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1",
-                   MALLOC_ARENA_MAX="2")  # fmt: skip
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "share.compute.worker", str(child.fileno())],
-            pass_fds=[child.fileno()], stdin=subprocess.DEVNULL, env=env,
-        )  # fmt: skip
-        child.close()
-        parent.settimeout(60)  # importing numpy on a busy machine
-        try:
-            protocol.send(parent, {"settings": {k: self.settings[k] for k in _PROCESS_SETTINGS}})
-            protocol.recv(parent)
-        except (OSError, protocol.Closed) as exc:
-            proc.kill()
-            proc.wait()
-            parent.close()
-            raise ShareError(f"a compute process could not start ({exc})", 503) from None
-        slot.proc, slot.sock = proc, parent
-        slot.started += 1
+    def next_slot(self) -> int:
+        """A process in turn, for a job about no stored profile (an upload)."""
+        return next(self._turn) % self.size
 
-    def pids(self) -> list[int | None]:
-        """The OS process id in each slot (None: not started)."""
-        return [s.proc.pid if s.proc is not None else None for s in self.slots]
+    def slot_of(self, profile: str) -> int:
+        """The process a profile's jobs go to: the same in every worker of the instance."""
+        digest = hashlib.blake2b(profile.encode(), digest_size=8).digest()
+        return int.from_bytes(digest, "big") % self.size
 
-    # --- routing -----------------------------------------------------------------------
-    def _choose(self, profile: str | None) -> _Slot:
-        """The slot with the profile warm, else the one that had it, else an idle one."""
-        with self._guard:
-            if profile is not None:
-                for slot in self.slots:
-                    if profile in slot.warm:
-                        return slot
-                index = self._affinity.get(profile)
-                if index is not None:
-                    return self.slots[index]
-            idle = [s for s in self.slots if not s.lock.locked()]
-            slot = idle[0] if idle else self.slots[hash(profile) % self.size]
-            if profile is not None:
-                self._affinity[profile] = slot.index
-                while len(self._affinity) > AFFINITY_ENTRIES:
-                    self._affinity.popitem(last=False)
-            return slot
-
-    # --- jobs --------------------------------------------------------------------------
     def run(
         self,
         job: dict[str, Any],
         *,
         profile: str | None = None,
+        slot: int | None = None,
         seconds: float | None = None,
         progress: Callable[[str], None] | None = None,
     ) -> Any:
         """The job's answer; ShareError from the job itself, AnalysisFailed when the process
-        ran out of time or memory or died (it is then replaced)."""
+        ran out of time or memory or died (it is then replaced). A job goes to `slot` if
+        given, else to the profile's process, else to the next one in turn."""
         limit = self.seconds if seconds is None else seconds
+        if slot is None:
+            slot = self.slot_of(profile) if profile is not None else self.next_slot()
+        if self.supervisor is not None:
+            self.supervisor.start()
         deadline = time.monotonic() + limit
-        slot = self._choose(profile)
-        if not slot.lock.acquire(timeout=limit):
-            raise ShareError("every compute process is busy; try again in a moment", 503)
-        try:
-            if slot.proc is None or slot.proc.poll() is not None:
-                slot.kill()
-                self._start(slot)
-            assert slot.sock is not None
-            return self._exchange(slot, job, deadline, limit, progress)
-        finally:
-            slot.lock.release()
+        while True:
+            with self._connect(slot, deadline) as sock:
+                try:
+                    return self._exchange(sock, slot, job, limit, progress)
+                except _NotStarted:
+                    # The process ended while the job waited its turn (it ran out of memory,
+                    # or another job of it was stopped): its replacement takes the job.
+                    if time.monotonic() > deadline:
+                        raise ShareError(
+                            "no compute process is answering; try again", 503
+                        ) from None
+                    time.sleep(0.01)
+
+    def _connect(self, slot: int, deadline: float) -> socket.socket:
+        """A connection to the slot's process, waiting while one (re)starts."""
+        path = socket_path(self.directory, slot)
+        pause = 0.005
+        while True:
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                sock.connect(path)
+                return sock
+            except (FileNotFoundError, ConnectionRefusedError):
+                sock.close()
+                if time.monotonic() > deadline:
+                    raise ShareError("no compute process is answering; try again", 503) from None
+                time.sleep(pause)
+                pause = min(pause * 2, 0.1)
 
     def _exchange(
         self,
-        slot: _Slot,
+        sock: socket.socket,
+        slot: int,
         job: dict[str, Any],
-        deadline: float,
         limit: float,
         progress: Callable[[str], None] | None,
     ) -> Any:
-        sock = slot.sock
-        assert sock is not None
+        worker_pid = None
         try:
-            sock.settimeout(max(deadline - time.monotonic(), 0.001))
+            sock.settimeout(limit)
             protocol.send(sock, job)
+            worker_pid = protocol.recv(sock)["started"]  # queued until the process takes it
+            deadline = time.monotonic() + limit
             while True:
                 sock.settimeout(max(deadline - time.monotonic(), 0.001))
                 reply = protocol.recv(sock)
-                if "progress" in reply:
-                    if progress is not None:
-                        progress(reply["progress"])
-                    continue
-                break
+                if "progress" not in reply:
+                    break
+                if progress is not None:
+                    progress(reply["progress"])
         except TimeoutError:
-            slot.kill()
+            if worker_pid is None:
+                raise ShareError("every compute process is busy; try again", 503) from None
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(worker_pid, signal.SIGKILL)
             raise AnalysisFailed(
                 f"the analysis took longer than {limit:g} s (SHARE_ANALYSIS_SECONDS) and was "
                 "stopped",
                 kind="time",
             ) from None
         except (protocol.Closed, OSError):
-            status = slot.proc.wait() if slot.proc is not None else None
-            slot.kill()
-            how = f"killed by signal {-status}" if status and status < 0 else f"status {status}"
-            if status == -signal.SIGKILL:
-                how += ", perhaps out of memory"
+            if worker_pid is None:
+                raise _NotStarted from None
             raise AnalysisFailed(
-                f"the compute process died during the analysis ({how}); try again",
+                "the compute process died during the analysis (killed, perhaps out of "
+                "memory); try again",
                 kind="died",
             ) from None
         if "memory" in reply:
-            slot.kill()
             memory = self.settings["ANALYSIS_MEMORY"] >> 20
             raise AnalysisFailed(
                 f"the analysis needs more memory than the {memory} MiB a compute process may "
                 "use (SHARE_ANALYSIS_MEMORY)",
                 kind="memory",
             )
-        slot.warm = frozenset(reply.get("warm", ()))
+        self.warm[slot] = frozenset(reply.get("warm", ()))
         if "error" in reply:
             code, message = reply["error"]
             raise ShareError(message, code)

@@ -1,17 +1,21 @@
-"""A compute process: `python -m share.compute.worker FD`, started by pool.ComputePool.
+"""A compute process: `python -m share.compute.worker SOCKET`, started by pool.Supervisor.
 
-It reads jobs from the socket FD, answers each, and exits when its parent goes away. Its
-address space is capped first (RLIMIT_AS), so a profile that needs more memory fails here with
-a MemoryError instead of growing the machine's; the process then exits, to start afresh.
-Replies: {"ok": value} | {"error": [code, message]} | {"memory": message}, after any number of
-{"progress": stage} messages.
+It listens on a Unix socket and answers one connection's job at a time (a web worker connects,
+sends a job, reads the answer), and exits when its supervisor goes away. Its address space is
+capped first (RLIMIT_AS), so a profile that needs more memory fails here with a MemoryError
+instead of growing the machine's; the process then exits, and the supervisor starts another.
+On a connection: the job -> {"started": os pid}, any number of {"progress": stage}, then
+{"ok": value} | {"error": [code, message]} | {"memory": message}.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gzip
+import json
 import os
 import resource
+import selectors
 import socket
 import sys
 import time
@@ -24,7 +28,7 @@ from ..errors import NotFound, ShareError
 from ..store import blobs
 from . import protocol
 from .cache import ProfileCache, footprint
-from .ingest import ingest, profile_id
+from .ingest import ingest
 
 VIEW_GZIP_LEVEL = 6  # paid once per view; level 9 took 3-6x as long for 3-17% fewer bytes
 
@@ -37,8 +41,8 @@ def log(line: str) -> None:
 class Worker:
     """The jobs a compute process runs, with its warm profiles."""
 
-    def __init__(self, settings: dict[str, Any], sock: socket.socket) -> None:
-        self.sock = sock
+    def __init__(self, settings: dict[str, Any]) -> None:
+        self.sock: socket.socket | None = None  # the connection of the job being answered
         self.cache = ProfileCache(settings["ANALYSIS_CACHE_BYTES"])
         self._stores: dict[str, Any] = {}
         self.jobs = 0
@@ -49,9 +53,6 @@ class Worker:
         if store is None:
             store = self._stores[url] = blobs.from_url(url)
         return store
-
-    def progress(self, stage: str) -> None:
-        protocol.send(self.sock, {"progress": stage})
 
     def profile(self, pid: str, job: dict[str, Any]) -> pprof.ParsedProfile:
         """A stored profile, decoded: from the warm cache (ids are content hashes, so any
@@ -99,44 +100,75 @@ class Worker:
             return len(bytearray(job["bytes"]))
         raise ValueError(f"unknown job {op!r}")
 
-    def serve(self) -> None:
+    def serve(self, listener: socket.socket) -> None:
+        """Answer one connection's job at a time until the supervisor goes away (stdin, a
+        pipe from it, reaches its end)."""
+        selector = selectors.DefaultSelector()
+        selector.register(listener, selectors.EVENT_READ, "job")
+        selector.register(sys.stdin.buffer.raw, selectors.EVENT_READ, "supervisor")
         while True:
-            try:
-                job = protocol.recv(self.sock)
-            except (protocol.Closed, OSError):
-                return  # the parent is gone
-            self.jobs += 1
-            started = time.monotonic()
-            what = f"{job['op']} {job.get('name', '')} {job.get('pid', '')}".strip()
-            log(f"start {what}")
-            try:
-                reply: dict[str, Any] = {"ok": self.run(job)}
-            except MemoryError as exc:
-                protocol.send(self.sock, {"memory": str(exc) or "out of memory"})
-                return  # start afresh: a process that ran out may hold fragments
-            except ShareError as exc:
-                reply = {"error": [exc.code, exc.message]}
-            except Exception as exc:  # a bug: say so (a 500), keep serving
-                traceback.print_exc()
-                reply = {"error": [500, f"the analysis failed ({type(exc).__name__}: {exc})"]}
-            reply["warm"] = self.cache.keys()
-            outcome = "ok" if "ok" in reply else f"error {reply['error'][0]}"
-            log(f"done {what}: {outcome} in {time.monotonic() - started:.3f} s")
-            protocol.send(self.sock, reply)
+            for key, _ in selector.select():
+                if key.data == "supervisor":
+                    if not os.read(key.fd, 4096):
+                        return
+                    continue
+                conn, _ = listener.accept()
+                with conn:
+                    if not self.answer(conn):
+                        return
+
+    def answer(self, conn: socket.socket) -> bool:
+        """Run the job sent on conn and reply; False when this process must end."""
+        try:
+            job = protocol.recv(conn)
+            self.sock = conn
+            protocol.send(conn, {"started": os.getpid()})
+        except (protocol.Closed, OSError):
+            return True  # a client that gave up while queued
+        self.jobs += 1
+        started = time.monotonic()
+        what = f"{job['op']} {job.get('name', '')} {job.get('pid', '')}".strip()
+        log(f"start {what}")
+        try:
+            reply: dict[str, Any] = {"ok": self.run(job)}
+        except MemoryError as exc:
+            log(f"out of memory in {what}: starting afresh")
+            self._send({"memory": str(exc) or "out of memory"})
+            return False  # a process that ran out may hold fragments: start afresh
+        except ShareError as exc:
+            reply = {"error": [exc.code, exc.message]}
+        except Exception as exc:  # a bug: say so (a 500), keep serving
+            traceback.print_exc()
+            reply = {"error": [500, f"the analysis failed ({type(exc).__name__}: {exc})"]}
+        reply["warm"] = self.cache.keys()
+        outcome = "ok" if "ok" in reply else f"error {reply['error'][0]}"
+        log(f"done {what}: {outcome} in {time.monotonic() - started:.3f} s")
+        self._send(reply)
+        return True
+
+    def _send(self, message: dict[str, Any]) -> None:
+        # A client that went away (it gave up) needs no answer.
+        with contextlib.suppress(OSError):
+            protocol.send(self.sock, message)
+
+    def progress(self, stage: str) -> None:
+        self._send({"progress": stage})
 
 
 def main(argv: list[str]) -> int:
-    sock = socket.socket(fileno=int(argv[1]))
-    init = protocol.recv(sock)
-    settings = init["settings"]
+    """python -m share.compute.worker SOCKET_PATH, settings in $PPROF_SHARE_COMPUTE."""
+    settings = json.loads(os.environ["PPROF_SHARE_COMPUTE"])
     limit = int(settings["ANALYSIS_MEMORY"])
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    protocol.send(sock, {"ready": os.getpid()})
-    Worker(settings, sock).serve()
+    path = argv[1]
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)  # left by the process this one replaces
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(128)
+    Worker(settings).serve(listener)
     return 0
 
-
-__all__ = ["main", "profile_id"]
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv))

@@ -70,6 +70,7 @@ class RedisMetaStore:
         end
         redis.call('ZREM', KEYS[4], member)
     end
+    if tonumber(redis.call('GET', KEYS[6]) or '0') <= 0 then redis.call('DEL', KEYS[6]) end
     redis.call('DEL', KEYS[3])
     local indexed = redis.call('ZREM', KEYS[2], ARGV[1])
     if existed + indexed > 0 then return 1 end

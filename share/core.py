@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import pprof
+from .analysis import kind as profile_kind
 from .analysis import options as view_options
 from .analysis import views
 from .config import ConfigError, parse_duration
@@ -90,6 +91,7 @@ def summarize(parsed: pprof.ParsedProfile) -> dict[str, Any]:
         "drop_frames": string(message.drop_frames),
         "keep_frames": string(message.keep_frames),
         "doc_url": string(message.doc_url),
+        "kind": profile_kind.of_profile(parsed),
         "mappings": [
             {
                 "filename": string(m.filename),
@@ -149,8 +151,16 @@ class Share:
         return seconds
 
     # --- upload -------------------------------------------------------------------------
-    def upload(self, data: bytes, *, title: str = "", expires: str | None = None) -> Upload:
-        """Validate, deduplicate and store a profile; the blob is written before its record."""
+    def upload(
+        self,
+        data: bytes,
+        *,
+        title: str = "",
+        expires: str | None = None,
+        strip: pprof.StripSpec | None = None,
+    ) -> Upload:
+        """Validate, deduplicate and store a profile; the blob is written before its record.
+        With strip, what is stored (and hashed for the id) is the profile without those parts."""
         limit = self.settings["MAX_UPLOAD_BYTES"]
         if len(data) > limit:
             raise TooLarge(
@@ -159,6 +169,11 @@ class Share:
             )
         seconds = self.expiry_seconds(expires)
         parsed = pprof.parse(data, max_profile_bytes=self.settings["MAX_PROFILE_BYTES"])
+        # --- privacy (share.pprof.strip): strip before hashing; a stripped profile is stored
+        # as the gzip of its new bytes, never as the upload (see _blob: was_gzip is False).
+        if strip:
+            parsed = pprof.strip(parsed, strip)
+        # ---
         pid = profile_id(parsed.raw)
         with self._exclusive(pid):
             now = self.clock()

@@ -190,7 +190,12 @@ def symbolz(pid: str | None = None) -> Response:
 
 
 def record(pid: str) -> Response:
-    return jsonify(record_json(share().record(pid)))
+    """The record, with pprof's header lines for the default sample type (the summary view)."""
+    from .reports import summary_of  # reports imports this module
+
+    body = record_json(share().record(pid))
+    body["header"] = summary_of(pid)["header"]
+    return jsonify(body)
 
 
 def delete(pid: str) -> Response:

@@ -1,8 +1,10 @@
 // The index page: drag-and-drop anywhere and the file picker upload through XMLHttpRequest (for
 // upload progress), one file after another; server errors show inline; uploads made from this
-// browser are remembered in localStorage with their delete tokens. Without this script the
-// form still posts and the server answers with a redirect to the link.
-"use strict";
+// browser are remembered in localStorage with their delete tokens. Before anything is sent,
+// "Before sharing" shows what the files hold (index.inspect.js reads them here) with boxes to
+// tick for what the server should strip. Without this script the form still posts and the
+// server answers with a redirect to the link.
+import { inspect } from "./index.inspect.js";
 
 (() => {
   const STORE_KEY = "pprof-share:uploads";
@@ -113,7 +115,7 @@
       if (u.token) {
         button.textContent = "Delete";
         button.className = "delete";
-        button.addEventListener("click", () => deleteUpload(u, row, button));
+        button.addEventListener("click", () => confirmDelete(u, row, button));
       } else {
         button.textContent = "Forget";
         button.title = "No delete token: this browser did not create this upload";
@@ -124,6 +126,36 @@
       tbody.append(row);
     }
     section.hidden = list.length === 0;
+  }
+
+  /** Deleting cannot be undone and removes the link for everyone: ask first, in the row. */
+  function confirmDelete(u, row, button) {
+    const ask = document.createElement("span");
+    ask.className = "confirm-delete";
+    ask.setAttribute("role", "alertdialog");
+    ask.append("Delete for everyone? ");
+    const yes = document.createElement("button");
+    yes.type = "button";
+    yes.className = "confirm-yes";
+    yes.textContent = "Yes, delete";
+    const no = document.createElement("button");
+    no.type = "button";
+    no.className = "confirm-no";
+    no.textContent = "Cancel";
+    ask.append(yes, " ", no);
+    button.hidden = true;
+    button.after(ask);
+    no.addEventListener("click", () => {
+      ask.remove();
+      button.hidden = false;
+      button.focus();
+    });
+    yes.addEventListener("click", () => {
+      ask.remove();
+      button.hidden = false;
+      deleteUpload(u, row, button);
+    });
+    no.focus();
   }
 
   async function deleteUpload(u, row, button) {
@@ -195,7 +227,7 @@
     return `the server answered ${xhr.status} ${xhr.statusText}`.trim();
   }
 
-  function send(file) {
+  function send(file, strip) {
     return new Promise((resolve) => {
       const xhr = new XMLHttpRequest();
       xhr.open("POST", base);
@@ -222,6 +254,7 @@
       data.append("file", file, file.name);
       if (titleInput.value.trim()) data.append("title", titleInput.value.trim());
       data.append("expires", expiresInput.value);
+      if (strip) data.append("strip", strip);
       showProgress(file.name, 0, file.size);
       xhr.send(data);
     });
@@ -246,9 +279,9 @@
   let busy = false;
   let queued = 0; // files since the queue was last empty: only a lone file navigates
 
-  function uploadAll(files) {
+  function uploadAll(files, strip = "") {
     if (files.length === 0) return;
-    for (const file of files) queue.push({ file, ...resultLine(file) });
+    for (const file of files) queue.push({ file, strip, ...resultLine(file) });
     queued += files.length;
     if (!busy) drain();
   }
@@ -258,7 +291,7 @@
     form.classList.add("busy");
     let landed = null;
     while (queue.length) {
-      const { file, li, outcome } = queue.shift();
+      const { file, strip, li, outcome } = queue.shift();
       let result;
       if (file.size > maxBytes) {
         result = {
@@ -267,7 +300,7 @@
         };
       } else {
         outcome.textContent = "uploading…";
-        result = await send(file);
+        result = await send(file, strip);
       }
       li.classList.remove("pending");
       outcome.replaceChildren();
@@ -279,6 +312,9 @@
         link.textContent = result.body.url;
         outcome.append(link);
         if (result.body.deduplicated) outcome.append(" (already here: same link as before)");
+        if (result.body.stripped && result.body.stripped.length) {
+          outcome.append(` (removed: ${result.body.stripped.join("; ")})`);
+        }
         landed = result.body.url;
       } else {
         li.classList.add("error");
@@ -296,11 +332,168 @@
     if (lone && landed) window.location.assign(landed);
   }
 
-  picker.addEventListener("change", () => uploadAll(Array.from(picker.files)));
+  // ---- before sharing: what the files hold, and what to strip -----------------------------
+
+  const panel = document.getElementById("review");
+  const panelBody = document.getElementById("review-body");
+  let waiting = []; // files chosen, not yet sent: they wait for the uploader's choice
+  let findings = [];
+
+  /** Reads the files here; uploads at once only when none holds anything to remove. */
+  async function review(files) {
+    if (files.length === 0) return;
+    const read = await Promise.all(
+      files.map((f) => (f.size <= maxBytes ? inspect(f).catch(() => null) : null)),
+    );
+    waiting = waiting.concat(files);
+    findings = findings.concat(read.filter(Boolean));
+    if (!findings.some(worthAsking)) {
+      const now = waiting;
+      closeReview();
+      uploadAll(now);
+      return;
+    }
+    renderReview();
+  }
+
+  function worthAsking(f) {
+    return f.labels.length || f.comments.length || f.paths || f.buildIds || f.types.length > 1;
+  }
+
+  function closeReview() {
+    waiting = [];
+    findings = [];
+    panel.hidden = true;
+    panelBody.replaceChildren();
+  }
+
+  function el(tag, props = {}, ...children) {
+    const node = Object.assign(document.createElement(tag), props);
+    node.append(...children);
+    return node;
+  }
+
+  function box(name, value, text, extra) {
+    const input = el("input", { type: "checkbox", name, value });
+    const label = el("label", { className: "review-item" }, input, " ", text);
+    if (extra) label.append(el("span", { className: "muted" }, " ", extra));
+    return label;
+  }
+
+  function renderReview() {
+    const labels = new Map();
+    const comments = new Set();
+    const dirs = new Set();
+    const types = new Map();
+    let paths = 0;
+    let buildIds = 0;
+    for (const f of findings) {
+      for (const l of f.labels) {
+        const e = labels.get(l.key) || { samples: 0, values: 0, numeric: 0, examples: [] };
+        e.samples += l.samples;
+        e.values += l.values;
+        e.numeric += l.numeric;
+        e.examples = [...new Set([...e.examples, ...l.examples])].slice(0, 3);
+        labels.set(l.key, e);
+      }
+      f.comments.forEach((c) => comments.add(c));
+      f.dirs.forEach((d) => dirs.add(d));
+      f.types.forEach((t) => types.set(t.type, t.unit));
+      paths += f.paths;
+      buildIds += f.buildIds;
+    }
+    const parts = [];
+    if (labels.size) {
+      const group = el("fieldset", { className: "review-group", id: "review-labels" });
+      group.append(el("legend", {}, "Labels"));
+      const all = box("strip-labels-all", "labels", "Remove every label");
+      group.append(all);
+      for (const [key, e] of [...labels].sort()) {
+        const what = e.values
+          ? `${e.values} value${e.values === 1 ? "" : "s"}, e.g. ${e.examples.join(", ")}`
+          : `${e.numeric} numeric`;
+        const item = box("strip-label", key, el("code", {}, key), `: ${e.samples} samples, ${what}`);
+        item.dataset.key = key;
+        group.append(item);
+      }
+      const allBox = all.querySelector("input");
+      allBox.addEventListener("change", () => {
+        for (const b of group.querySelectorAll("input[name=strip-label]")) b.checked = allBox.checked;
+      });
+      parts.push(group);
+    }
+    if (comments.size) {
+      const group = el("fieldset", { className: "review-group", id: "review-comments" });
+      group.append(el("legend", {}, "Comments"), box("strip-comments", "comments", "Remove comments"));
+      group.append(el("ul", {}, ...[...comments].map((c) => el("li", { className: "mono" }, c))));
+      parts.push(group);
+    }
+    if (paths) {
+      const group = el("fieldset", { className: "review-group", id: "review-paths" });
+      const shown = [...dirs].slice(0, 5);
+      group.append(
+        el("legend", {}, "File paths"),
+        box("strip-paths", "paths", "Remove directories, keep file names", `: ${paths} file names`),
+        el("ul", {}, ...shown.map((d) => el("li", { className: "mono" }, d))),
+      );
+      if (dirs.size > shown.length) group.append(el("p", { className: "muted" }, `and ${dirs.size - shown.length} more directories`));
+      parts.push(group);
+    }
+    if (buildIds) {
+      const group = el("fieldset", { className: "review-group", id: "review-build-ids" });
+      group.append(el("legend", {}, "Build IDs"), box("strip-build-ids", "build_ids", "Remove build IDs", `: ${buildIds} mappings`));
+      parts.push(group);
+    }
+    if (types.size > 1) {
+      const group = el("fieldset", { className: "review-group", id: "review-types" });
+      group.append(el("legend", {}, "Sample types"));
+      for (const [type, unit] of types) {
+        group.append(box("strip-type", type, `Drop ${type}`, unit ? ` (${unit})` : ""));
+      }
+      parts.push(group);
+    }
+    const names = waiting.map((f) => f.name).join(", ");
+    document.getElementById("review-files").textContent =
+      `${names}: what ${waiting.length === 1 ? "this file holds" : "these files hold"}. ` +
+      "Tick what to remove; the server stores the profile without it.";
+    panelBody.replaceChildren(...parts);
+    panel.hidden = false;
+    document.getElementById("review-upload").focus();
+  }
+
+  /** The strip= value of the ticked boxes ("labels:a,b;comments;paths"). */
+  function stripSpec() {
+    const ticked = (name) =>
+      Array.from(panel.querySelectorAll(`input[name=${name}]:checked`), (b) => b.value);
+    const items = [];
+    const keys = ticked("strip-label");
+    const allKeys = panel.querySelectorAll("input[name=strip-label]").length;
+    // Keys with a separator in them cannot be named one by one: remove every label then.
+    if (ticked("strip-labels-all").length || (keys.length && keys.length === allKeys)) items.push("labels");
+    else if (keys.some((k) => /[,;\s]/.test(k))) items.push("labels");
+    else if (keys.length) items.push("labels:" + keys.join(","));
+    items.push(...ticked("strip-comments"), ...ticked("strip-paths"), ...ticked("strip-build-ids"));
+    const types = ticked("strip-type");
+    if (types.length) items.push("types:" + types.join(","));
+    return items.join(";");
+  }
+
+  document.getElementById("review-upload").addEventListener("click", () => {
+    const files = waiting;
+    const spec = stripSpec();
+    closeReview();
+    uploadAll(files, spec);
+  });
+  document.getElementById("review-cancel").addEventListener("click", () => {
+    closeReview();
+    picker.value = "";
+  });
+
+  picker.addEventListener("change", () => review(Array.from(picker.files)));
 
   form.addEventListener("submit", (e) => {
     e.preventDefault();
-    if (picker.files.length) uploadAll(Array.from(picker.files));
+    if (picker.files.length) review(Array.from(picker.files));
     else picker.focus();
   });
 
@@ -330,7 +523,7 @@
     e.preventDefault();
     dragDepth = 0;
     document.body.classList.remove("dragging");
-    uploadAll(Array.from(e.dataTransfer.files));
+    review(Array.from(e.dataTransfer.files));
   });
 
   // ---- copy buttons on the manual's examples ---------------------------------------------

@@ -216,6 +216,65 @@ async function showHeader(si) {
   }
 }
 
+/** The top JSON's rows come by column ({name: [...], flat: [...], ...}): one object per row. */
+function rowObjects(columns) {
+  const keys = Object.keys(columns);
+  return columns.name.map((_, i) => Object.fromEntries(keys.map((k) => [k, columns[k][i]])));
+}
+
+/** Whether the server left out frames that carry any weight (zero-valued ones draw nothing). */
+function hidesWeight(fg) {
+  const t = fg.trimmed || { nodes: 0 };
+  return Boolean(t.nodes && (t.value || t.max));
+}
+
+/** What the server left out of the flame graph (fg.trimmed), and why it hardly shows. */
+function trimNote(fg) {
+  const t = fg.trimmed || { nodes: 0 };
+  const count = (n) => n.toLocaleString("en-US");
+  const shown = fg.nodes.name.length - 1;
+  if (!hidesWeight(fg)) return `Every frame shown (${count(shown)}).`;
+  const limits = [];
+  if (t.budget) limits.push(`the ${count(shown)} heaviest frames`);
+  if (t.node_fraction) limits.push(`frames over ${formatPct(t.node_fraction, 1)} of the total`);
+  let text = `Showing ${limits.join(" and ") || `${count(shown)} frames`}; `;
+  text += `${count(t.nodes)} smaller call trees are hidden`;
+  if (t.max != null) {
+    text += `, each at most ${formatValue(t.max, fg.unit)}`;
+    // Their width when zoomed out: under a pixel means the picture is the same without them.
+    const px = fg.total ? (Math.abs(t.max) / fg.total) * $("fg-scroll").clientWidth : 0;
+    if (px < 1) text += " (under a pixel wide unzoomed)";
+  }
+  return `${text}: ${formatValue(t.value, fg.unit)}, ${formatPct(t.value, fg.total)} of the total.`;
+}
+
+/** Marks the flame graph's first paint for bench/paint.py (times from navigation start). */
+function markFirstPaint() {
+  performance.mark("flame-drawn");
+  root.dataset.flamePaintedAt = "pending";
+  // The canvas was drawn synchronously; it is on screen once the next frame has been produced,
+  // which is when a task queued from that frame's animation callback runs.
+  requestAnimationFrame(() =>
+    setTimeout(() => {
+      const mark = performance.mark("flame-painted");
+      root.dataset.flamePaintedAt = mark.startTime.toFixed(1);
+    }, 0),
+  );
+}
+
+function fillSelect(fg) {
+  dom.select.replaceChildren();
+  state.types.forEach((t, i) => {
+    const opt = document.createElement("option");
+    opt.value = String(i);
+    const label = t.type || `(unnamed #${i})`;
+    opt.textContent = t.unit ? `${label} (${t.unit})` : label;
+    if (i === fg.default_sample_index) opt.textContent += " — default";
+    dom.select.append(opt);
+  });
+  dom.select.disabled = state.types.length < 2;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Search: a regular expression over function names (plain text if it does not compile).
 

@@ -47,6 +47,10 @@ DEFAULTS: dict[str, Any] = {
     "MAX_STRINGS": 4_000_000,
     "MAX_LABELS": 20_000_000,
     "MAX_FRAMES": 50_000_000,
+    # Who may frame /<id>/embed: * (anyone) or origins separated by spaces (https://wiki.example).
+    "EMBED_FRAME_ANCESTORS": "*",
+    # The speedscope the page's "Open in speedscope" link opens (a self-hosted build works).
+    "SPEEDSCOPE_URL": "https://www.speedscope.app/",
 }
 
 _INT_SETTINGS = {
@@ -64,6 +68,8 @@ _SIZE = re.compile(r"^\s*(\d+)\s*(|k|m|g|kib|mib|gib|kb|mb|gb)\s*$", re.I)
 _SIZE_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "y": 365 * 86400}
 _DURATION = re.compile(r"^\s*(\d+)\s*([smhdwy])\s*$")
+# A CSP source: *, 'self', or scheme://host[:port] with an optional *. subdomain wildcard.
+_ANCESTOR = re.compile(r"^(\*|'self'|https?://(\*\.)?[A-Za-z0-9.-]+(:\d+)?)$")
 
 
 class ConfigError(ValueError):
@@ -138,4 +144,15 @@ def load(environ: Mapping[str, str], overrides: Mapping[str, Any] | None = None)
     if not meta.startswith(("sqlite:", "redis://", "rediss://", "unix://")):
         raise ConfigError(f"SHARE_META={meta!r}: expected sqlite:PATH or redis://HOST:PORT/DB")
     settings["PUBLIC_URL"] = str(settings["PUBLIC_URL"]).rstrip("/")
+    ancestors = str(settings["EMBED_FRAME_ANCESTORS"]).split()
+    bad = [a for a in ancestors if not _ANCESTOR.match(a)]
+    if bad or not ancestors:
+        raise ConfigError(
+            f"SHARE_EMBED_FRAME_ANCESTORS: {bad[0] if bad else '(empty)'!r} is not *, 'self' or "
+            "an origin such as https://wiki.example.com"
+        )
+    settings["EMBED_FRAME_ANCESTORS"] = " ".join(ancestors)
+    speedscope = str(settings["SPEEDSCOPE_URL"])
+    if not speedscope.startswith(("http://", "https://")):
+        raise ConfigError(f"SHARE_SPEEDSCOPE_URL={speedscope!r}: expected an http(s) URL")
     return settings

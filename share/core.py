@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from . import pprof
 from .analysis import options as view_options
 from .analysis import views
 from .compute.once import Once
@@ -116,8 +117,17 @@ class Share:
         return seconds
 
     # --- upload -------------------------------------------------------------------------
-    def upload(self, data: bytes, *, title: str = "", expires: str | None = None) -> Upload:
-        """Validate, deduplicate and store a profile; the blob is written before its record."""
+    def upload(
+        self,
+        data: bytes,
+        *,
+        title: str = "",
+        expires: str | None = None,
+        strip: pprof.StripSpec | None = None,
+    ) -> Upload:
+        """Validate, deduplicate and store a profile; the blob is written before its record.
+        With strip, what is stored (and hashed for the id) is the profile without those parts
+        (share.pprof.strip, applied in the compute process before hashing)."""
         limit = self.settings["MAX_UPLOAD_BYTES"]
         if len(data) > limit:
             raise TooLarge(
@@ -126,7 +136,7 @@ class Share:
             )
         seconds = self.expiry_seconds(expires)
         slot = self.compute.next_slot()
-        facts = self._validate(data, slot)
+        facts = self._validate(data, slot, strip)
         pid = facts["id"]
         blob = facts["blob"] if facts["blob"] is not None else data
         with self._exclusive(pid):
@@ -159,10 +169,12 @@ class Share:
             self.meta.view_put(pid, AFFINITY_KEY, str(slot).encode())
             return Upload(record, created=True, delete_token=token)
 
-    def _validate(self, data: bytes, slot: int) -> dict[str, Any]:
+    def _validate(
+        self, data: bytes, slot: int, strip: pprof.StripSpec | None = None
+    ) -> dict[str, Any]:
         """The profile's id, record fields and blob (None: the upload as is), from a compute
         process: the web tier never holds the decompressed profile, whatever it inflates to."""
-        job = {"op": "ingest", "data": data, **self._job}
+        job = {"op": "ingest", "data": data, "strip": strip or None, **self._job}
         try:
             return self.compute.run(job, slot=slot)
         except AnalysisFailed as exc:

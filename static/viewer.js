@@ -197,6 +197,23 @@ async function show(si, opts) {
   renderTop();
   root.dataset.state = "ready";
   root.dataset.sampleType = typeName;
+  showHeader(fg.sample_index);
+}
+
+/** pprof's header lines (Type:, Duration: ... Total) follow the sample type shown. */
+let headerIndex = null; // whose lines #pprof-header shows; null: the default type's (server's)
+async function showHeader(si) {
+  const pre = $("pprof-header");
+  if (!pre || si == null) return;
+  const shown = headerIndex === null ? state.fg.default_sample_index : headerIndex;
+  if (si === shown) return;
+  headerIndex = si;
+  try {
+    const s = await cachedJSON(`${root.dataset.summaryUrl}?si=${encodeURIComponent(siParam(si))}`);
+    if (headerIndex === si) pre.textContent = s.header.join("\n");
+  } catch {
+    // the previous lines stay; the flame graph and the table are what matter
+  }
 }
 
 /** The top JSON's rows come by column ({name: [...], flat: [...], ...}): one object per row. */
@@ -488,7 +505,8 @@ function expiresText(t) {
 
 function setupWaysOut() {
   const raw = new URL(root.dataset.rawUrl, location.href).href;
-  $("speedscope-link").href = "https://www.speedscope.app/#profileURL=" + encodeURIComponent(raw);
+  const speedscope = root.dataset.speedscopeUrl || "https://www.speedscope.app/";
+  $("speedscope-link").href = speedscope + "#profileURL=" + encodeURIComponent(raw);
   const cmd = $("pprof-cmd");
   const button = $("copy-cmd");
   button.addEventListener("click", async () => {

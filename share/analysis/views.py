@@ -1,4 +1,5 @@
-"""Each view of a profile encoded as served: flame graph and top table JSON, the -top text.
+"""Each view of a profile encoded as served: flame graph and top table JSON, the -top text, the
+summary (kind, header, heaviest functions) and the link preview PNG.
 
 Pure functions of parsed profiles and a view's options (options.py), shared by the compute tier
 (whose bytes the web tier caches and serves) and the CLI. VIEWS names every view; render() is
@@ -14,7 +15,7 @@ import numpy as np
 import orjson
 
 from ..pprof import ParsedProfile
-from . import flame, text
+from . import flame, preview, summary, text
 from .graph import Graph, graph
 from .tables import tables
 from .top import top
@@ -84,6 +85,11 @@ def top_text(parsed: ParsedProfile, index: int | None, node_count: int) -> bytes
     return text.top_text(t.header, t.total, t.rows, orig_count=t.orig_count).encode()
 
 
+def summary_json(parsed: ParsedProfile, index: int | None) -> bytes:
+    """The summary view (summary.py), encoded."""
+    return _encode(summary.summary(parsed, index))
+
+
 VERSION = "v4"
 
 # name -> (render(profiles, options) -> bytes, mimetype); profiles[0] is the profile shown.
@@ -94,6 +100,8 @@ VIEWS: dict[str, tuple[Callable[[Sequence[ParsedProfile], Mapping[str, Any]], by
     ),
     "top": (lambda ps, o: top_json(ps[0], o["sample_index"], o["node_count"]), "application/json"),
     "toptext": (lambda ps, o: top_text(ps[0], o["sample_index"], o["node_count"]), "text/plain"),
+    "summary": (lambda ps, o: summary_json(ps[0], o["sample_index"]), "application/json"),
+    "preview": (lambda ps, o: preview.render(ps[0], o["sample_index"]), "image/png"),
 }
 
 

@@ -1,10 +1,11 @@
 """share.cli: the command line, `pprof-share serve | top | upload | delete | prune`.
 
 This module parses the arguments and dispatches; serve (gunicorn on the web app), client (the
-standard-library HTTP client of upload and delete) and top (the -top table, computed locally)
-are a module each. Heavy imports (Flask, boto3, gunicorn, numpy) happen inside the commands that
-need them, so `pprof-share upload` loads neither Flask nor numpy and starts fast. It may import
-share.web (serve runs the app), share.core and below; nothing imports it.
+standard-library HTTP client of upload and delete), script (the upload and delete commands,
+also served as a single-file script by the web app) and top (the -top table, computed
+locally) are a module each. Heavy imports (Flask, boto3, gunicorn, numpy) happen inside the
+commands that need them, so `pprof-share upload` loads neither Flask nor numpy and starts fast.
+It may import share.web (serve runs the app), share.core and below; nothing imports it.
 """
 
 from __future__ import annotations
@@ -22,29 +23,6 @@ def serve_command(args: argparse.Namespace) -> int:
     from .serve import serve
 
     return serve(args)
-
-
-def upload(args: argparse.Namespace) -> int:
-    """Upload files, stdin or a live endpoint's profile; print each link (or JSON line)."""
-    from .client import upload_command
-
-    return upload_command(
-        args.sources, server=args.server, title=args.title, expires=args.expires, as_json=args.json
-    )
-
-
-def delete(args: argparse.Namespace) -> int:
-    """Delete a profile with the token its upload answered with."""
-    from .client import ClientError
-    from .client import delete as delete_profile
-
-    try:
-        delete_profile(args.link, args.token, server=args.server)
-    except ClientError as exc:
-        print(f"pprof-share: {exc}", file=sys.stderr)
-        return 1
-    print(f"deleted {args.link}")
-    return 0
 
 
 def prune(args: argparse.Namespace) -> int:
@@ -75,24 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--access-log", action="store_true", help="log every request to stdout")
     p.set_defaults(func=serve_command)
 
-    server_help = "pprof-share server (default: $PPROF_SHARE_SERVER, else http://127.0.0.1:8000)"
-    p = commands.add_parser("upload", help="upload profiles and print their links")
-    p.add_argument(
-        "sources", nargs="+", metavar="PATH|-|URL",
-        help="profile files, - for stdin, or a live endpoint such as "
-        "http://localhost:6060/debug/pprof/profile?seconds=30",
-    )  # fmt: skip
-    p.add_argument("--server", help=server_help)
-    p.add_argument("--title", help="title shown on the profile page (default: the file name)")
-    p.add_argument("--expires", help="1h, 1d, 7d, 30d, never… (default: the server's)")
-    p.add_argument("--json", action="store_true", help="print the server's JSON reply per upload")
-    p.set_defaults(func=upload)
+    from . import script  # standard library only, as the script the server hands out
 
-    p = commands.add_parser("delete", help="delete a profile with its delete token")
-    p.add_argument("link", metavar="LINK", help="the profile's link (or its id, with --server)")
-    p.add_argument("--token", required=True, help="the delete token the upload answered with")
-    p.add_argument("--server", help=server_help)
-    p.set_defaults(func=delete)
+    script.add_commands(commands)
 
     p = commands.add_parser("prune", help="remove expired profiles (reads SHARE_* settings)")
     p.set_defaults(func=prune)

@@ -143,11 +143,13 @@ def upload(
     filename: str,
     title: str | None = None,
     expires: str | None = None,
+    strip: str | None = None,
     progress: bool = True,
     timeout: float = 300,
 ) -> dict[str, Any]:
     """POST one profile as a form; returns the server's JSON reply (id, url, delete_token…)."""
-    fields = {k: v for k, v in (("title", title), ("expires", expires)) if v}
+    pairs = (("title", title), ("expires", expires), ("strip", strip))
+    fields = {k: v for k, v in pairs if v}
     content_type, parts, total = _multipart(data, filename, fields)
     conn = _connection(server, timeout)
     bar = Progress(filename, total) if progress else None
@@ -285,6 +287,7 @@ def upload_command(
     title: str | None,
     expires: str | None,
     as_json: bool,
+    strip: Sequence[str] = (),
     out: TextIO | None = None,
     err: TextIO | None = None,
 ) -> int:
@@ -296,7 +299,9 @@ def upload_command(
     for source in sources:
         try:
             name, data = read_source(source)
-            reply = upload(base, data, filename=name, title=title, expires=expires)
+            reply = upload(
+                base, data, filename=name, title=title, expires=expires, strip=";".join(strip)
+            )
         except ClientError as exc:
             failed += 1
             label = "" if str(exc).startswith(("cannot reach", source)) else f"{source}: "
@@ -309,6 +314,9 @@ def upload_command(
             print(
                 f"pprof-share: {name}: already uploaded, same link; no new delete token", file=err
             )
+            if reply.get("title_kept") is not None:
+                kept = reply["title_kept"] or "(none)"
+                print(f"pprof-share: {name}: the first upload's title is kept: {kept}", file=err)
         elif reply.get("delete_token"):
             print(
                 f"pprof-share: {name}: delete with `pprof-share delete {reply['url']} "

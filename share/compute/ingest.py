@@ -12,6 +12,7 @@ import hashlib
 from typing import Any
 
 from .. import pprof
+from ..analysis import kind as profile_kind
 
 ID_LENGTH = 16  # base64url characters: 96 bits of SHA-256
 BLOB_GZIP_LEVEL = 6
@@ -47,6 +48,7 @@ def summarize(parsed: pprof.ParsedProfile) -> dict[str, Any]:
         "drop_frames": string(message.drop_frames),
         "keep_frames": string(message.keep_frames),
         "doc_url": string(message.doc_url),
+        "kind": profile_kind.of_profile(parsed),
         "mappings": [
             {
                 "filename": string(m.filename),

@@ -81,6 +81,8 @@ class Worker:
             parsed = pprof.parse(
                 job["data"], max_profile_bytes=job["max_profile_bytes"], limits=limits
             )
+            if job.get("strip"):  # privacy: stored and hashed without those parts
+                parsed = pprof.strip(parsed, job["strip"])
             result = ingest(parsed)
             self.cache.put(result["id"], parsed, footprint(parsed))  # warm for its first view
             return result

@@ -9,6 +9,8 @@ from urllib.parse import quote
 from flask import Response, current_app, jsonify, redirect, request
 from werkzeug.routing import BaseConverter
 
+from .. import pprof
+from ..analysis import kind
 from ..core import Share, Upload
 from ..errors import ShareError
 from ..store.meta import Record
@@ -57,7 +59,18 @@ def record_json(record: Record) -> dict[str, Any]:
         "n_locations": record.n_locations,
         "n_functions": record.n_functions,
         "metadata": record.metadata,
+        "kind": record_kind(record),
     }
+
+
+def record_kind(record: Record) -> dict[str, str]:
+    """{name, label, meaning}: as found at upload, else (older records) from the types alone."""
+    name = record.metadata.get("kind")
+    if not name:
+        period = record.metadata.get("period_type") or {}
+        period_type = (period.get("type", ""), period.get("unit", "")) if period else None
+        name = kind.detect(record.sample_types, period_type, record.default_sample_type)
+    return kind.describe(name)
 
 
 def _expiry_choice() -> str | None:
@@ -66,11 +79,24 @@ def _expiry_choice() -> str | None:
     return form_value or request.headers.get("Expires-In") or request.args.get("expires")
 
 
-def _reply(upload: Upload) -> Response:
+def _strip_choice() -> pprof.StripSpec:
+    """What to remove before storing: strip= of the form, X-Strip headers and ?strip=, together."""
+    values = request.args.getlist("strip") + request.headers.getlist("X-Strip")
+    if request.mimetype == "multipart/form-data":
+        values += request.form.getlist("strip")
+    return pprof.parse_spec(*values)
+
+
+def _reply(upload: Upload, title: str = "", spec: pprof.StripSpec | None = None) -> Response:
     """The link as text for curl, JSON on request, a redirect for a browser's form post."""
     record = upload.record
     body = record_json(record)
     body["deduplicated"] = not upload.created
+    body["stripped"] = spec.items() if spec else []
+    # A profile stored before keeps its first title: say which, when this upload asked another.
+    asked = title.strip()[:200]
+    ignored = not upload.created and bool(asked) and asked != record.title
+    body["title_kept"] = record.title if ignored else None
     if upload.delete_token:
         body["delete_token"] = upload.delete_token
     status = 201 if upload.created else 200
@@ -82,6 +108,10 @@ def _reply(upload: Upload) -> Response:
     else:
         response = Response(body["url"] + "\n", status=status, mimetype="text/plain")
     response.headers["Location"] = body["url"]
+    if body["title_kept"] is not None:
+        response.headers["X-Title-Kept"] = quote(record.title, safe=" !#$&'()*+,/:;=?@[]~")
+    if body["stripped"]:
+        response.headers["X-Stripped"] = "; ".join(body["stripped"])
     if body["expires_at"]:
         response.headers["X-Expires"] = body["expires_at"]
     if upload.delete_token:
@@ -111,15 +141,19 @@ def upload_post() -> Response:
     else:
         data = request.get_data(cache=False)
         title = request.headers.get("X-Title", "") or request.args.get("title", "")
-    upload = share().upload(data, title=title, expires=_expiry_choice())
-    return _reply(upload)
+    spec = _strip_choice()
+    upload = share().upload(data, title=title, expires=_expiry_choice(), strip=spec)
+    return _reply(upload, title, spec)
 
 
 def upload_put(filename: str) -> Response:
     """curl -T p.pb.gz HOST/ sends PUT /p.pb.gz."""
     data = request.get_data(cache=False)
     title = request.headers.get("X-Title", "") or request.args.get("title", "") or filename
-    return _reply(share().upload(data, title=title, expires=_expiry_choice()))
+    spec = _strip_choice()
+    return _reply(
+        share().upload(data, title=title, expires=_expiry_choice(), strip=spec), title, spec
+    )
 
 
 def raw(pid: str) -> Response:
@@ -156,7 +190,12 @@ def symbolz(pid: str | None = None) -> Response:
 
 
 def record(pid: str) -> Response:
-    return jsonify(record_json(share().record(pid)))
+    """The record, with pprof's header lines for the default sample type (the summary view)."""
+    from .reports import summary_of  # reports imports this module
+
+    body = record_json(share().record(pid))
+    body["header"] = summary_of(pid)["header"]
+    return jsonify(body)
 
 
 def delete(pid: str) -> Response:

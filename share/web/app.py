@@ -16,13 +16,7 @@ from flask import Flask, Response
 from .. import config
 from ..core import open_share
 from . import errors, routes
-
-# Inline script is forbidden: profile data is shown only as text, never run.
-CONTENT_SECURITY_POLICY = (
-    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
-    "img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; "
-    "frame-ancestors 'none'; form-action 'self'"
-)
+from .csp import CONTENT_SECURITY_POLICY
 
 _HERE = Path(__file__).resolve().parent
 

@@ -7,6 +7,7 @@ from flask import Response, current_app, make_response, render_template, request
 from ..config import parse_duration
 from ..core import human_bytes
 from .api import TOKEN_COOKIE, base_url, record_json, share
+from .preview import link_preview
 
 EXPIRY_CHOICES = ["1h", "1d", "7d", "30d", "90d", "1y", "never"]
 
@@ -30,6 +31,7 @@ def index() -> str:
         max_profile_human=human_bytes(settings["MAX_PROFILE_BYTES"]),
         expiry_choices=expiry_choices(),
         default_expiry=settings["DEFAULT_EXPIRY"],
+        cli_url=f"{base_url()}/pprof-share",
     )
 
 
@@ -39,6 +41,7 @@ def profile_page(pid: str) -> Response:
     cookie = TOKEN_COOKIE.format(pid)
     token = request.cookies.get(cookie)
     profile = record_json(record)
+    og = link_preview(record)
     response = make_response(
         render_template(
             "profile.html",
@@ -47,6 +50,9 @@ def profile_page(pid: str) -> Response:
             profile_url=profile["url"],
             raw_url=profile["raw_url"],
             upload_token=token,
+            og=og,
+            summary=og["summary"],
+            speedscope_url=current_app.config["SHARE"]["SPEEDSCOPE_URL"],
         )
     )
     if token:

@@ -8,6 +8,9 @@ gzip (browsers, curl --compressed) and inflated for the others.
 from __future__ import annotations
 
 import gzip
+import json
+from collections.abc import Mapping
+from typing import Any
 
 from flask import Response, request
 
@@ -16,15 +19,25 @@ from ..errors import ShareError
 from .api import share
 
 
-def view(pid: str, name: str) -> Response:
-    """View `name` of profile pid, with the request's options."""
+def computed(pid: str, name: str, args: Mapping[str, str]) -> bytes:
+    """View `name` of profile pid with the options of query args, gzip-compressed as cached."""
     record = share().record(pid)
     types = [(t, u) for t, u in record.sample_types]
     try:
-        opts = options.parse(name, request.args, types, record.default_sample_type)
+        opts = options.parse(name, args, types, record.default_sample_type)
     except options.OptionError as exc:
         raise ShareError(str(exc), 400) from None
-    return send(share().view(pid, name, opts), views.mimetype(name))
+    return share().view(pid, name, opts)
+
+
+def summary_of(pid: str, args: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The summary view (share.analysis.summary) as a dict, for pages and the text reply."""
+    return json.loads(gzip.decompress(computed(pid, "summary", args or {})))
+
+
+def view(pid: str, name: str) -> Response:
+    """View `name` of profile pid, with the request's options."""
+    return send(computed(pid, name, request.args), views.mimetype(name))
 
 
 def send(gz: bytes, mimetype: str) -> Response:
@@ -48,3 +61,7 @@ def top(pid: str) -> Response:
 
 def top_plain(pid: str) -> Response:
     return view(pid, "toptext")
+
+
+def summary(pid: str) -> Response:
+    return view(pid, "summary")

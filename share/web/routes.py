@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from flask import Flask
 
-from . import api, pages, reports
+from . import api, cli_script, embed, favicon, negotiate, pages, preview, reports
 
 GET, POST, PUT, DELETE = ["GET"], ["POST"], ["PUT"], ["DELETE"]
 
@@ -18,7 +18,11 @@ GET, POST, PUT, DELETE = ["GET"], ["POST"], ["PUT"], ["DELETE"]
 ROUTES: list[tuple[str, list[str], Callable[..., object]]] = [
     # pages
     ("/", GET, pages.index),
-    ("/<pid:pid>", GET, pages.profile_page),
+    ("/<pid:pid>", GET, negotiate.profile),  # page, raw, record or text summary, by Accept
+    ("/<pid:pid>/embed", GET, embed.embed),  # the only page another site may frame
+    ("/<pid:pid>/preview.png", GET, preview.preview_png),  # og:image
+    ("/favicon.ico", GET, favicon.favicon),
+    ("/pprof-share", GET, cli_script.cli_script),  # the CLI as one file, for curl -o
     # uploads, downloads, deletion
     ("/", POST, api.upload_post),
     ("/<path:filename>", PUT, api.upload_put),
@@ -31,6 +35,7 @@ ROUTES: list[tuple[str, list[str], Callable[..., object]]] = [
     ("/api/v1/profiles/<pid:pid>", GET, api.record),
     ("/api/v1/profiles/<pid:pid>/flamegraph", GET, reports.flamegraph),
     ("/api/v1/profiles/<pid:pid>/top", GET, reports.top),
+    ("/api/v1/profiles/<pid:pid>/summary", GET, reports.summary),
 ]
 
 

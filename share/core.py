@@ -16,8 +16,10 @@ from typing import Any
 from . import pprof
 from .analysis import options as view_options
 from .analysis import views
+from .compute import progress as view_progress
 from .compute.once import Once
 from .compute.pool import AnalysisFailed, ComputePool, job_settings
+from .compute.progress import Progress
 from .config import ConfigError, parse_duration
 from .errors import Forbidden, Gone, NotFound, ShareError, TooLarge
 from .store import blobs, meta
@@ -249,6 +251,17 @@ class Share:
         except FileNotFoundError:
             raise NotFound(f"no profile with id {pid}") from None
 
+    def cached_view(
+        self, pid: str, name: str, options: dict[str, Any], bases: tuple[str, ...] = ()
+    ) -> bytes | None:
+        """The view if it is already computed, else None — never waiting for an analysis
+        (a page renders at once; its script asks for what is missing)."""
+        self.record(pid)
+        return self.meta.view_get(pid, self._view_key(name, options, bases))
+
+    def _view_key(self, name: str, options: dict[str, Any], bases: tuple[str, ...]) -> str:
+        return f"{view_options.key(name, options)}:{'+'.join(bases)}:{views.VERSION}"
+
     def _affinity(self, pid: str) -> int | None:
         """The compute process that validated the profile (and may hold it decoded)."""
         slot = self.meta.view_get(pid, AFFINITY_KEY)
@@ -267,7 +280,7 @@ class Share:
         self.record(pid)
         for base in bases:
             self.record(base)
-        key = f"{view_options.key(name, options)}:{'+'.join(bases)}:{views.VERSION}"
+        key = self._view_key(name, options, bases)
         failed_key = "failed:" + key
 
         def cached() -> bytes | None:
@@ -290,7 +303,9 @@ class Share:
             job = {"op": "view", "pid": pid, "bases": list(bases), "name": name,
                    "options": options, **self._job}  # fmt: skip
             try:
-                data = self.compute.run(job, profile=pid, slot=self._affinity(pid))
+                with Progress(self.meta, pid, name) as stages:
+                    slot = self._affinity(pid)
+                    data = self.compute.run(job, profile=pid, slot=slot, progress=stages)
             except AnalysisFailed as exc:
                 if exc.kind != "died":  # a killed process may do better on retry
                     failure = {"at": self.clock(), "code": exc.code, "message": exc.message}
@@ -302,6 +317,11 @@ class Share:
         lease = f"{pid}:view:{hashlib.sha256(key.encode()).hexdigest()[:16]}"
         wait = self.compute.seconds + VIEW_WAIT_MARGIN_SECONDS
         return self.once.run(f"{pid}:{key}", lease, cached, compute, wait)
+
+    def progress(self, pid: str) -> dict[str, Any]:
+        """What a slow first view of the profile is doing now (stage None: nothing)."""
+        self.record(pid)
+        return view_progress.read(self.meta, pid, self.compute.seconds + VIEW_WAIT_MARGIN_SECONDS)
 
     # --- removal ------------------------------------------------------------------------
     def delete(self, pid: str, token: str | None) -> None:

@@ -3,6 +3,7 @@
 // through textContent, attribute values and canvas fillText only, never through innerHTML.
 import { FlameGraph } from "./viewer.flame.js";
 import { formatPct, formatRemaining, formatTime, formatValue } from "./viewer.format.js";
+import { watchProgress } from "./viewer.progress.js";
 
 const root = document.getElementById("viewer");
 const $ = (id) => document.getElementById(id);
@@ -206,7 +207,8 @@ async function showHeader(si) {
   const pre = $("pprof-header");
   if (!pre || si == null) return;
   const shown = headerIndex === null ? state.fg.default_sample_index : headerIndex;
-  if (si === shown) return;
+  // The page renders before any analysis: the default type's lines may not be there yet.
+  if (si === shown && pre.textContent.trim()) return;
   headerIndex = si;
   try {
     const s = await cachedJSON(`${root.dataset.summaryUrl}?si=${encodeURIComponent(siParam(si))}`);
@@ -595,10 +597,11 @@ async function start() {
     .catch((err) => {
       dom.meta.replaceChildren(Object.assign(document.createElement("dd"), { textContent: err.message }));
     });
+  const stopProgress = watchProgress(dom.status, root.dataset.recordUrl + "/progress");
   try {
     // The default view first: it names the sample types the URL's si refers to.
     state.full = want.full;
-    const fg = await load(-1)[0];
+    const fg = await load(-1)[0].finally(stopProgress);
     state.types = fg.sample_types || [];
     fillSelect(fg);
     const si = siFromParam(want.si, fg.sample_index);

@@ -55,8 +55,11 @@ class Meta(html.parser.HTMLParser):
         raise KeyError(key)
 
 
-def page_meta(client, pid: str) -> tuple[str, Meta]:  # type: ignore[no-untyped-def]
-    reply = client.get(f"/{pid}", headers={"Accept": "text/html"})
+SLACK = "Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)"
+
+
+def page_meta(client, pid: str, agent: str = SLACK) -> tuple[str, Meta]:  # type: ignore[no-untyped-def]
+    reply = client.get(f"/{pid}", headers={"Accept": "text/html", "User-Agent": agent})
     assert reply.status_code == 200 and reply.mimetype == "text/html"
     text = reply.data.decode()
     parser = Meta()
@@ -81,6 +84,24 @@ def test_og_and_twitter_tags_are_there_first_and_escaped(client) -> None:  # typ
     # Nothing but <meta> tags come before them in <head>, well within the first 32 KB.
     assert meta.first_in_head == "title"
     assert text.index('property="og:image"') < min(text.index("<title>"), 32 * 1024)
+
+
+def test_a_browser_page_renders_without_waiting_for_the_analysis(client) -> None:  # type: ignore[no-untyped-def]
+    """Only a preview bot waits for the summary; a browser's page has the tags at once, with
+    what the record says, and its script asks for the rest."""
+    pid = upload(client).get_json()["id"]
+    once = client.application.extensions["share"].once
+    before = once.computed
+    _, meta = page_meta(client, pid, agent="Mozilla/5.0 (X11; Linux x86_64) Chrome/156")
+    assert meta.content("og:description") == "CPU profile on pprof-share"
+    assert meta.content("og:image").endswith(f"/{pid}/preview.png")
+    assert once.computed == before  # nothing computed for the page
+    assert client.get(f"/api/v1/profiles/{pid}").get_json()["header"] is None
+    page_meta(client, pid)  # a bot's visit computes the summary...
+    assert once.computed == before + 1
+    _, meta = page_meta(client, pid, agent="Mozilla/5.0 Chrome/156")  # ...then pages have it
+    assert meta.content("og:description").startswith("CPU profile · ")
+    assert client.get(f"/api/v1/profiles/{pid}").get_json()["header"][0].startswith("File: ")
 
 
 def test_a_link_preview_bot_gets_the_page(client) -> None:  # type: ignore[no-untyped-def]
@@ -243,7 +264,10 @@ def test_record_and_page_name_the_kind(client, path, name) -> None:  # type: ign
 
 def test_record_has_pprofs_header_lines(client) -> None:  # type: ignore[no-untyped-def]
     pid = upload(client).get_json()["id"]
+    assert client.get(f"/api/v1/profiles/{pid}").get_json()["header"] is None  # not yet
+    summary = client.get(f"/api/v1/profiles/{pid}/summary").get_json()
     header = client.get(f"/api/v1/profiles/{pid}").get_json()["header"]
+    assert header == summary["header"]
     assert header[0] == "File: gen" and header[1] == "Type: cpu"
     assert header[2].startswith("Time: ") and header[3].startswith("Duration: 3.15s")
     samples = client.get(f"/api/v1/profiles/{pid}/summary?si=samples").get_json()

@@ -190,11 +190,14 @@ def symbolz(pid: str | None = None) -> Response:
 
 
 def record(pid: str) -> Response:
-    """The record, with pprof's header lines for the default sample type (the summary view)."""
+    """The record, with pprof's header lines for the default sample type (the summary view)
+    when they are computed already: the record never waits for an analysis (null then; ask
+    /api/v1/profiles/ID/summary for them)."""
     from .reports import summary_of  # reports imports this module
 
     body = record_json(share().record(pid))
-    body["header"] = summary_of(pid)["header"]
+    summary = summary_of(pid, wait=False)
+    body["header"] = summary["header"] if summary else None
     return jsonify(body)
 
 
@@ -202,3 +205,10 @@ def delete(pid: str) -> Response:
     """curl -X DELETE -H 'X-Delete-Token: TOKEN' HOST/ID"""
     share().delete(pid, request.headers.get("X-Delete-Token"))
     return Response(status=204)
+
+
+def progress(pid: str) -> Response:
+    """What a slow first view of the profile is doing, for the page's spinner."""
+    response = jsonify(share().progress(pid))
+    response.headers["Cache-Control"] = "no-store"
+    return response

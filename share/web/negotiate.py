@@ -18,18 +18,12 @@ from flask import Response, jsonify, request
 
 from ..analysis import summary as summaries
 from . import api, pages
+from .preview import UNFURLERS
 from .reports import summary_of
 
 _HTML = ("text/html", "application/xhtml+xml")
 _RAW = ("application/octet-stream", "application/x-protobuf", "application/vnd.google.protobuf")
 _CONTROL = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]")
-# Crawlers that build link previews; all of them want the page and its og: tags.
-UNFURLERS = re.compile(
-    r"Slackbot|Slack-ImgProxy|Discordbot|Twitterbot|facebookexternalhit|LinkedInBot|"
-    r"WhatsApp|TelegramBot|Mattermost|SkypeUriPreview|Teams|Iframely|Embedly|redditbot|"
-    r"Mastodon|Googlebot|bingbot",
-    re.IGNORECASE,
-)
 
 
 def choice() -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import re
 from typing import Any
 
 from flask import Response, request
@@ -17,11 +18,18 @@ from flask import Response, request
 from ..analysis import summary as summaries
 from ..errors import ShareError
 from ..store.meta import Record
-from .api import base_url
+from .api import base_url, record_kind
 from .reports import computed, summary_of
 
 # The image may be re-drawn by a new release (views.VERSION), so it is not immutable.
 IMAGE_MAX_AGE = 24 * 3600
+# Crawlers that build link previews; all of them want the page and its og: tags.
+UNFURLERS = re.compile(
+    r"Slackbot|Slack-ImgProxy|Discordbot|Twitterbot|facebookexternalhit|LinkedInBot|"
+    r"WhatsApp|TelegramBot|Mattermost|SkypeUriPreview|Teams|Iframely|Embedly|redditbot|"
+    r"Mastodon|Googlebot|bingbot",
+    re.IGNORECASE,
+)
 TITLE_LIMIT = 70  # Discord cuts titles at about 70 bytes, descriptions at about 350
 DESCRIPTION_LIMIT = 300
 
@@ -33,13 +41,16 @@ def _cut(text: str, limit: int) -> str:
 def link_preview(record: Record) -> dict[str, Any]:
     """The values of the page's og:/twitter: tags (the template escapes them)."""
     url = f"{base_url()}/{record.id}"
+    # A preview bot waits for the analysis (it has no script to fill in later); a browser's
+    # page renders at once, with the summary only if it is computed already.
+    bot = UNFURLERS.search(request.headers.get("User-Agent", "")) is not None
     try:
-        s: dict[str, Any] | None = summary_of(record.id)
+        s: dict[str, Any] | None = summary_of(record.id, wait=bot)
     except ShareError:  # the page still renders; the preview says less
         s = None
-    kind = s["kind"]["label"] if s else "pprof"
+    kind = s["kind"]["label"] if s else record_kind(record)["label"]
     title = record.title or f"{kind} profile {record.id}"
-    description = summaries.one_line(s) if s else "A pprof profile on pprof-share"
+    description = summaries.one_line(s) if s else f"{kind} profile on pprof-share"
     return {
         "title": _cut(title, TITLE_LIMIT),
         "description": _cut(description, DESCRIPTION_LIMIT),

@@ -19,20 +19,31 @@ from ..errors import ShareError
 from .api import share
 
 
-def computed(pid: str, name: str, args: Mapping[str, str]) -> bytes:
-    """View `name` of profile pid with the options of query args, gzip-compressed as cached."""
+def _options(pid: str, name: str, args: Mapping[str, str]) -> dict[str, Any]:
     record = share().record(pid)
     types = [(t, u) for t, u in record.sample_types]
     try:
-        opts = options.parse(name, args, types, record.default_sample_type)
+        return options.parse(name, args, types, record.default_sample_type)
     except options.OptionError as exc:
         raise ShareError(str(exc), 400) from None
-    return share().view(pid, name, opts)
 
 
-def summary_of(pid: str, args: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """The summary view (share.analysis.summary) as a dict, for pages and the text reply."""
-    return json.loads(gzip.decompress(computed(pid, "summary", args or {})))
+def computed(pid: str, name: str, args: Mapping[str, str]) -> bytes:
+    """View `name` of profile pid with the options of query args, gzip-compressed as cached."""
+    return share().view(pid, name, _options(pid, name, args))
+
+
+def summary_of(
+    pid: str, args: Mapping[str, str] | None = None, *, wait: bool = True
+) -> dict[str, Any] | None:
+    """The summary view (share.analysis.summary) as a dict, for pages and the text reply;
+    with wait=False, only if it is computed already (None otherwise)."""
+    args = args or {}
+    if wait:
+        gz: bytes | None = computed(pid, "summary", args)
+    else:
+        gz = share().cached_view(pid, "summary", _options(pid, "summary", args))
+    return None if gz is None else json.loads(gzip.decompress(gz))
 
 
 def view(pid: str, name: str) -> Response:

@@ -33,6 +33,7 @@ ROUTES: list[tuple[str, list[str], Callable[..., object]]] = [
     # views of a profile: text for curl, JSON for the page
     ("/<pid:pid>/top", GET, reports.top_plain),
     ("/api/v1/profiles/<pid:pid>", GET, api.record),
+    ("/api/v1/profiles/<pid:pid>/progress", GET, api.progress),
     ("/api/v1/profiles/<pid:pid>/flamegraph", GET, reports.flamegraph),
     ("/api/v1/profiles/<pid:pid>/top", GET, reports.top),
     ("/api/v1/profiles/<pid:pid>/summary", GET, reports.summary),

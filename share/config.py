@@ -6,6 +6,7 @@ create_app() in a mapping.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -27,11 +28,33 @@ DEFAULTS: dict[str, Any] = {
     "DEFAULT_EXPIRY": "30d",
     # Longest expiry an uploader may ask for: a duration, or "never" for no limit.
     "MAX_EXPIRY": "never",
+    # Seconds a store call (S3, Redis, SQLite's lock) may take before it fails with a 503.
+    "STORE_TIMEOUT": 5.0,
+    # Seconds a client may send nothing (headers, body) before its connection is dropped.
+    "CLIENT_TIMEOUT": 30.0,
+    # Per client address: new uploads, uploaded bytes, delete attempts ("off": no limit).
+    "RATE_UPLOADS": "60/minute",
+    "RATE_UPLOAD_BYTES": "2GiB/hour",
+    "RATE_DELETES": "30/minute",
+    # Addresses or networks (comma-separated) of proxies whose X-Forwarded-For is believed.
+    "TRUSTED_PROXIES": "",
+    # When set, uploads need `Authorization: Bearer <this>`; reading links stays open.
+    "UPLOAD_TOKEN": "",
+    # Hosts (comma-separated, "*" for any) whose Host header may build links when PUBLIC_URL is
+    # unset; empty = loopback names only.
+    "ALLOWED_HOSTS": "",
 }
 
+LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
 _INT_SETTINGS = {"MAX_UPLOAD_BYTES", "MAX_PROFILE_BYTES"}
+_SECONDS_SETTINGS = {"STORE_TIMEOUT", "CLIENT_TIMEOUT"}
+_RATE_SETTINGS = {"RATE_UPLOADS", "RATE_UPLOAD_BYTES", "RATE_DELETES"}
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "y": 365 * 86400}
 _DURATION = re.compile(r"^\s*(\d+)\s*([smhdwy])\s*$")
+_RATE = re.compile(
+    r"^\s*(\d+)\s*([KMG]i?B?|B|bytes)?\s*(?:/|per)\s*(second|minute|hour|day)\s*$", re.I
+)
+_SIZES = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 
 
 class ConfigError(ValueError):
@@ -49,6 +72,23 @@ def parse_duration(text: str) -> int | None:
     return int(match.group(1)) * _UNITS[match.group(2)]
 
 
+def parse_rate(text: str) -> tuple[int, str] | None:
+    """'60/minute' -> (60, 'minute'); '2GiB/hour' -> (2147483648, 'hour'); None for 'off'."""
+    text = str(text).strip()
+    if text.lower() in ("off", "none", "0", ""):
+        return None
+    match = _RATE.match(text)
+    if not match or int(match.group(1)) == 0:
+        raise ValueError(f"{text!r} is not a rate like 60/minute, 2GiB/hour or off")
+    unit = (match.group(2) or "").lower()
+    return int(match.group(1)) * _SIZES[unit[:1]], match.group(3).lower()
+
+
+def host_list(text: str) -> tuple[str, ...]:
+    """A comma-separated list of hosts or networks, as given (lower case, no blanks)."""
+    return tuple(part.strip().lower() for part in str(text).split(",") if part.strip())
+
+
 def load(environ: Mapping[str, str], overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Defaults, then SHARE_* variables of environ, then overrides; checked and typed."""
     settings = dict(DEFAULTS)
@@ -64,6 +104,27 @@ def load(environ: Mapping[str, str], overrides: Mapping[str, Any] | None = None)
         except (TypeError, ValueError):
             raise ConfigError(
                 f"SHARE_{name}={settings[name]!r}: expected a positive number of bytes"
+            ) from None
+    for name in _SECONDS_SETTINGS:
+        try:
+            settings[name] = float(settings[name])
+            if not settings[name] > 0:
+                raise ValueError
+        except (TypeError, ValueError):
+            raise ConfigError(
+                f"SHARE_{name}={settings[name]!r}: expected a positive number of seconds"
+            ) from None
+    for name in _RATE_SETTINGS:
+        try:
+            parse_rate(settings[name])
+        except ValueError as exc:
+            raise ConfigError(f"SHARE_{name}: {exc}") from None
+    for network in host_list(settings["TRUSTED_PROXIES"]):
+        try:
+            ipaddress.ip_network(network, strict=False)
+        except ValueError:
+            raise ConfigError(
+                f"SHARE_TRUSTED_PROXIES: {network!r} is not an address or network (10.0.0.0/8)"
             ) from None
     for name in ("DEFAULT_EXPIRY", "MAX_EXPIRY"):
         try:

@@ -11,21 +11,22 @@ import secrets
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from . import pprof
+from . import metrics, pprof
 from .analysis import options as view_options
 from .analysis import views
 from .config import ConfigError, parse_duration
-from .errors import BadProfile, Forbidden, Gone, NotFound, ShareError, TooLarge
-from .store import blobs, meta
+from .errors import BadProfile, Forbidden, Gone, NotFound, ShareError, StoreUnavailable, TooLarge
+from .store import blobs, locate, meta
 from .store.blobs import BlobStore
+from .store.guard import guard
+from .store.lease import Busy, Leases
 from .store.meta import MetaStore, Record
 
 ID_LENGTH = 16  # base64url characters: 96 bits of SHA-256
-LOCK_LEASE_SECONDS = 60  # a crashed holder's lease lapses after this
-LOCK_WAIT_SECONDS = 30  # how long an upload or delete waits for the lease before a 503
+PRESENT_SECONDS = 5  # a blob seen present is not looked for again (S3 HEAD) for this long
 VIEW_GZIP_LEVEL = 6  # paid once per view; level 9 took 3-6x as long for 3-17% fewer bytes
 
 
@@ -101,19 +102,31 @@ def summarize(parsed: pprof.ParsedProfile) -> dict[str, Any]:
     }
 
 
-def open_share(settings: dict[str, Any]) -> Share:
-    """The core on the stores that settings name; raises ConfigError when one is unusable."""
+def open_share(settings: dict[str, Any], *, create: bool = True) -> Share:
+    """The core on the stores that settings name; raises ConfigError when one is unusable.
+    With create=False (every command but serve) an embedded store must already exist: a
+    command run from the wrong directory must not make itself a new, empty one."""
+    where = None if create else locate.missing_embedded(settings["BLOBS"], settings["META"])
+    if where is not None:
+        raise ConfigError(
+            f"no store at {where} — set SHARE_BLOBS/SHARE_META or run from the service's directory"
+        )
+    timeout = settings["STORE_TIMEOUT"]
     try:
-        blob_store = blobs.from_url(settings["BLOBS"])
+        blob_store = blobs.from_url(settings["BLOBS"], timeout=timeout)
     except ValueError as exc:
         raise ConfigError(f"SHARE_BLOBS={settings['BLOBS']!r}: {exc}") from None
-    meta_store = meta.from_url(settings["META"])
+    meta_store = meta.from_url(settings["META"], timeout=timeout)
     for name, store in (("SHARE_BLOBS", blob_store), ("SHARE_META", meta_store)):
         try:
             store.check()
         except OSError as exc:
             raise ConfigError(f"{name}={settings[name[6:]]!r}: {exc}") from None
-    return Share(blob_store, meta_store, settings)
+    return Share(
+        guard(blob_store, "blob store", settings["BLOBS"], metrics.store_error),
+        guard(meta_store, "metadata store", settings["META"], metrics.store_error),
+        settings,
+    )
 
 
 class Share:
@@ -130,6 +143,8 @@ class Share:
         self.meta = meta
         self.settings = settings
         self.clock = clock
+        self.leases = Leases(meta)
+        self._present: dict[str, float] = {}  # id -> when its blob was last seen (monotonic)
 
     def close(self) -> None:
         """Let go of store connections (the CLI does before gunicorn forks its workers)."""
@@ -159,8 +174,17 @@ class Share:
             )
         seconds = self.expiry_seconds(expires)
         parsed = pprof.parse(data, max_profile_bytes=self.settings["MAX_PROFILE_BYTES"])
+        try:
+            return self._store(parsed, data, title, seconds)
+        except StoreUnavailable as exc:  # the blob may be written, never a record without it
+            raise exc.nothing_stored() from exc
+
+    def _store(
+        self, parsed: pprof.ParsedProfile, data: bytes, title: str, seconds: int | None
+    ) -> Upload:
+        """The store half of an upload: under the profile's lease, the blob, then its record."""
         pid = profile_id(parsed.raw)
-        with self._exclusive(pid):
+        with self._exclusive(pid) as lease:
             now = self.clock()
             expires_at = None if seconds is None else now + seconds
             existing = self._live_record(pid, now)
@@ -185,6 +209,8 @@ class Share:
                 n_functions=parsed.n_functions,
                 metadata=summarize(parsed),
             )
+            if not lease.held():  # lapsed while the store did not answer: take no chances
+                raise Busy(f"profile {pid} was busy while uploading; try again")
             if not self.meta.create(record):  # only if a lease expired under a slow upload
                 raise ShareError("the profile changed while uploading; try again", 409)
             return Upload(record, created=True, delete_token=token)
@@ -204,21 +230,12 @@ class Share:
         return Upload(record, created=False, delete_token=None)
 
     @contextmanager
-    def _exclusive(self, pid: str) -> Iterator[None]:
-        """Hold the profile's lease: uploads, deletes and purges of one id take turns, so a
+    def _exclusive(self, pid: str) -> Iterator[Any]:
+        """Hold the profile's lease (store.lease: short, renewed while held, so a killed
+        holder frees it in seconds): uploads, deletes and purges of one id take turns, so a
         delete never removes the blob of an upload that was answered 201."""
-        token = secrets.token_hex(8)
-        deadline = time.monotonic() + LOCK_WAIT_SECONDS
-        pause = 0.002
-        while not self.meta.try_lock(pid, token, LOCK_LEASE_SECONDS):
-            if time.monotonic() > deadline:
-                raise ShareError(f"profile {pid} is busy; try again", 503)
-            time.sleep(pause)
-            pause = min(pause * 2, 0.05)
-        try:
-            yield
-        finally:
-            self.meta.unlock(pid, token)
+        with self.leases.hold(pid) as lease:
+            yield lease
 
     # --- reading ------------------------------------------------------------------------
     def _lookup(self, pid: str, now: float) -> tuple[Record | None, bool]:
@@ -247,13 +264,35 @@ class Share:
             raise Gone(f"profile {pid} has expired")
         raise NotFound(f"no profile with id {pid}")
 
+    @staticmethod
+    def _missing(pid: str) -> Gone:
+        return Gone(
+            f"profile {pid}: the stored profile is missing; uploading the same file again "
+            "restores it"
+        )
+
+    def available(self, pid: str) -> Record:
+        """The record of a live profile whose blob is stored; Gone when the blob was lost, so
+        the page and every view answer alike (a re-upload of the same bytes heals it)."""
+        record = self.record(pid)
+        seen = self._present.get(pid)
+        if seen is None or time.monotonic() - seen > PRESENT_SECONDS:
+            if not self.blobs.exists(pid):
+                self._present.pop(pid, None)
+                raise self._missing(pid)
+            if len(self._present) > 10_000:
+                self._present.clear()
+            self._present[pid] = time.monotonic()
+        return record
+
     def raw_gzip(self, pid: str) -> bytes:
         """The stored profile, gzip-compressed."""
         self.record(pid)
         try:
             return self.blobs.get(pid)
         except FileNotFoundError:
-            raise NotFound(f"no profile with id {pid}") from None
+            self._present.pop(pid, None)
+            raise self._missing(pid) from None
 
     def profile(self, pid: str) -> pprof.ParsedProfile:
         """The stored profile, parsed."""
@@ -269,9 +308,11 @@ class Share:
         self.record(pid)
         key = f"{view_options.key(name, options)}:{views.VERSION}"
         cached = self.meta.view_get(pid, key)
+        metrics.cache(hit=cached is not None)
         if cached is not None:
             return cached
-        body = views.render(name, [self.profile(pid)], options)
+        with metrics.analysis(name):
+            body = views.render(name, [self.profile(pid)], options)
         data = gzip.compress(body, compresslevel=VIEW_GZIP_LEVEL, mtime=0)
         self.meta.view_put(pid, key, data)
         return data
@@ -306,3 +347,34 @@ class Share:
         """Remove every expired profile; safe to run from cron while the service runs."""
         now = self.clock()
         return sum(self.purge(pid, now) for pid in self.meta.expired(now))
+
+    # --- consistency --------------------------------------------------------------------
+    def fsck(self, repair: bool = False) -> Fsck:
+        """Records without blobs and blobs without records; with repair, remove them. Safe
+        while the service runs: each is checked again under its lease, which an upload holds
+        from blob to record. A blob still in the expiry index awaits prune: no orphan."""
+        records, stored = set(self.meta.ids()), set(self.blobs.keys())
+        found = Fsck()
+        for pid in sorted(records - stored):
+            with self._exclusive(pid):
+                if self.meta.load(pid) is not None and not self.blobs.exists(pid):
+                    found.records_without_blobs.append(pid)
+                    if repair:
+                        self.meta.delete(pid)
+        for key in sorted(stored - records):
+            if len(key) != ID_LENGTH:
+                continue  # not a profile of ours
+            with self._exclusive(key):
+                if self.meta.load(key) is None and self.meta.expiry_of(key) is None:
+                    found.blobs_without_records.append(key)
+                    if repair:
+                        self.blobs.delete(key)
+        return found
+
+
+@dataclass
+class Fsck:
+    """What fsck found (and, with repair, removed)."""
+
+    records_without_blobs: list[str] = field(default_factory=list)
+    blobs_without_records: list[str] = field(default_factory=list)

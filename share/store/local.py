@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 
 class LocalBlobStore:
     """Blobs as files in one directory: the single-machine default, no server needed."""
+
+    failures: tuple[type[Exception], ...] = ()  # OSError, which every store's guard maps
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)
@@ -38,6 +41,16 @@ class LocalBlobStore:
 
     def delete(self, key: str) -> None:
         self._path(key).unlink(missing_ok=True)
+
+    def keys(self) -> Iterator[str]:
+        """Every stored key (not the temporary files of writes in progress)."""
+        if not self.root.is_dir():
+            return
+        for shard in sorted(self.root.iterdir()):
+            if shard.is_dir() and not shard.name.startswith("."):
+                for path in sorted(shard.iterdir()):
+                    if not path.name.startswith(".") and path.name[:2] == shard.name:
+                        yield path.name
 
     def check(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True)

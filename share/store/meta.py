@@ -8,6 +8,7 @@ single-machine default (one file, no server), and redis.RedisMetaStore for produ
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
@@ -75,18 +76,24 @@ class MetaStore(Protocol):
     def try_lock(self, profile_id: str, token: str, seconds: float) -> bool:
         """Take the profile's lease for `seconds` unless someone else holds it."""
 
+    def renew_lock(self, profile_id: str, token: str, seconds: float) -> bool:
+        """Extend our lease to `seconds` from now; False if it is no longer ours."""
+
     def unlock(self, profile_id: str, token: str) -> None:
         """Give the lease back, if it is still ours."""
 
+    def ids(self) -> Iterator[str]:
+        """Every id that has a record (for fsck), in no particular order."""
 
-def from_url(url: str) -> MetaStore:
-    """sqlite:PATH or redis://… / rediss://… -> a MetaStore."""
+
+def from_url(url: str, timeout: float = 5.0) -> MetaStore:
+    """sqlite:PATH or redis://… / rediss://… -> a MetaStore whose calls give up after timeout."""
     if url.startswith("sqlite:"):
         from .sqlite import SqliteMetaStore
 
-        return SqliteMetaStore(url.removeprefix("sqlite:"))
+        return SqliteMetaStore(url.removeprefix("sqlite:"), timeout=timeout)
     if url.startswith(("redis://", "rediss://", "unix://")):
         from .redis import RedisMetaStore
 
-        return RedisMetaStore(url)
+        return RedisMetaStore(url, timeout=timeout)
     raise ValueError(f"unknown metadata store {url!r}")

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import queue
 import sqlite3
-import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from .meta import Record
@@ -33,46 +35,82 @@ CREATE TABLE IF NOT EXISTS views (
 
 class SqliteMetaStore:
     """Records in one SQLite file: the single-machine default. WAL mode lets several gunicorn
-    workers read while one writes."""
+    workers read while one writes.
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    Connections are pooled, not kept per thread: under gevent every request is a greenlet of
+    its own, and a connection per greenlet cost a connect and the schema per request. Each
+    method borrows one connection for its statements (a transaction never spans methods).
+    """
+
+    def __init__(self, path: str | os.PathLike[str], timeout: float = 5.0) -> None:
         self.path = Path(path)
-        self._local = threading.local()
+        self.timeout = timeout  # SQLite's busy timeout: how long a write waits for the lock
+        self.failures: tuple[type[Exception], ...] = (sqlite3.Error,)
+        self._idle: queue.SimpleQueue[sqlite3.Connection] = queue.SimpleQueue()
+        self._pid = os.getpid()
 
-    def _db(self) -> sqlite3.Connection:
-        db = getattr(self._local, "db", None)
-        if db is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA busy_timeout=30000")
-            db.executescript(_SCHEMA)
-            self._local.db = db
+    def _connect(self) -> sqlite3.Connection:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(
+            self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False
+        )
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute(f"PRAGMA busy_timeout={int(self.timeout * 1000)}")
+        db.executescript(_SCHEMA)
         return db
 
+    @contextmanager
+    def _borrow(self) -> Iterator[sqlite3.Connection]:
+        if self._pid != os.getpid():  # forked: the parent's connections are not ours
+            self._idle, self._pid = queue.SimpleQueue(), os.getpid()
+        try:
+            db = self._idle.get_nowait()
+        except queue.Empty:
+            db = self._connect()
+        try:
+            yield db
+        except BaseException:
+            if db.in_transaction:
+                db.close()  # unknown state: do not hand it to the next caller
+                raise
+            self._idle.put(db)
+            raise
+        self._idle.put(db)
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """BEGIN IMMEDIATE ... COMMIT on a borrowed connection; rolled back on any error."""
+        with self._borrow() as db:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                yield db
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
+
+    def _one(self, sql: str, args: tuple[object, ...]) -> tuple[object, ...] | None:
+        with self._borrow() as db:
+            return db.execute(sql, args).fetchone()
+
     def create(self, record: Record) -> bool:
-        cursor = self._db().execute(
-            "INSERT OR IGNORE INTO profiles (id, expires_at, record) VALUES (?, ?, ?)",
-            (record.id, record.expires_at, record.to_json()),
-        )
-        return cursor.rowcount == 1
+        with self._borrow() as db:
+            cursor = db.execute(
+                "INSERT OR IGNORE INTO profiles (id, expires_at, record) VALUES (?, ?, ?)",
+                (record.id, record.expires_at, record.to_json()),
+            )
+            return cursor.rowcount == 1
 
     def load(self, profile_id: str) -> Record | None:
-        row = (
-            self._db()
-            .execute("SELECT record, expires_at FROM profiles WHERE id = ?", (profile_id,))
-            .fetchone()
-        )
+        row = self._one("SELECT record, expires_at FROM profiles WHERE id = ?", (profile_id,))
         if row is None:
             return None
-        record = Record.from_json(row[0])
-        record.expires_at = row[1]
+        record = Record.from_json(row[0])  # type: ignore[arg-type]
+        record.expires_at = row[1]  # type: ignore[assignment]
         return record
 
     def extend_expiry(self, profile_id: str, expires_at: float | None) -> float | None:
-        db = self._db()
-        db.execute("BEGIN IMMEDIATE")
-        try:
+        with self._transaction() as db:
             row = db.execute(
                 "SELECT expires_at FROM profiles WHERE id = ?", (profile_id,)
             ).fetchone()
@@ -84,24 +122,14 @@ class SqliteMetaStore:
                     "UPDATE profiles SET expires_at = ? WHERE id = ?", (expires_at, profile_id)
                 )
                 current = expires_at
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
         return current
 
     def expiry_of(self, profile_id: str) -> float | None:
-        row = (
-            self._db()
-            .execute("SELECT expires_at FROM profiles WHERE id = ?", (profile_id,))
-            .fetchone()
-        )
-        return None if row is None else row[0]
+        row = self._one("SELECT expires_at FROM profiles WHERE id = ?", (profile_id,))
+        return None if row is None else row[0]  # type: ignore[return-value]
 
     def delete(self, profile_id: str, *, only_if_expired_at: float | None = None) -> bool:
-        db = self._db()
-        db.execute("BEGIN IMMEDIATE")
-        try:
+        with self._transaction() as db:
             if only_if_expired_at is None:
                 cursor = db.execute("DELETE FROM profiles WHERE id = ?", (profile_id,))
             else:
@@ -112,61 +140,66 @@ class SqliteMetaStore:
             removed = cursor.rowcount == 1
             if removed:
                 db.execute("DELETE FROM views WHERE id = ?", (profile_id,))
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
         return removed
 
     def expired(self, now: float) -> list[str]:
-        rows = self._db().execute(
-            "SELECT id FROM profiles WHERE expires_at IS NOT NULL AND expires_at <= ?", (now,)
-        )
-        return [row[0] for row in rows]
+        with self._borrow() as db:
+            rows = db.execute(
+                "SELECT id FROM profiles WHERE expires_at IS NOT NULL AND expires_at <= ?", (now,)
+            )
+            return [row[0] for row in rows]
+
+    def ids(self) -> Iterator[str]:
+        with self._borrow() as db:
+            rows = db.execute("SELECT id FROM profiles").fetchall()
+        yield from (row[0] for row in rows)
 
     def view_get(self, profile_id: str, key: str) -> bytes | None:
-        row = (
-            self._db()
-            .execute("SELECT data FROM views WHERE id = ? AND key = ?", (profile_id, key))
-            .fetchone()
-        )
-        return None if row is None else bytes(row[0])
+        row = self._one("SELECT data FROM views WHERE id = ? AND key = ?", (profile_id, key))
+        return None if row is None else bytes(row[0])  # type: ignore[arg-type]
 
     def view_put(self, profile_id: str, key: str, data: bytes) -> None:
         # Only for a profile that still has a record, so a view never outlives its profile.
-        self._db().execute(
-            "INSERT OR REPLACE INTO views (id, key, data) "
-            "SELECT ?, ?, ? WHERE EXISTS (SELECT 1 FROM profiles WHERE id = ?)",
-            (profile_id, key, data, profile_id),
-        )
+        with self._borrow() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO views (id, key, data) "
+                "SELECT ?, ?, ? WHERE EXISTS (SELECT 1 FROM profiles WHERE id = ?)",
+                (profile_id, key, data, profile_id),
+            )
 
     def check(self) -> None:
         try:
-            self._db().execute("SELECT 1 FROM profiles LIMIT 1")
+            self._one("SELECT 1 FROM profiles LIMIT 1", ())
         except sqlite3.Error as exc:
             raise OSError(f"sqlite database {self.path}: {exc}") from None
 
     def try_lock(self, profile_id: str, token: str, seconds: float) -> bool:
+        # One statement: take the lease if free or lapsed (a crashed holder's).
         now = time.time()
-        db = self._db()
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            db.execute("DELETE FROM locks WHERE id = ? AND until < ?", (profile_id, now))
+        with self._borrow() as db:
             cursor = db.execute(
-                "INSERT OR IGNORE INTO locks (id, token, until) VALUES (?, ?, ?)",
-                (profile_id, token, now + seconds),
+                "INSERT INTO locks (id, token, until) VALUES (?, ?, ?) "
+                "ON CONFLICT (id) DO UPDATE SET token = excluded.token, until = excluded.until "
+                "WHERE locks.until < ?",
+                (profile_id, token, now + seconds, now),
             )
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-        return cursor.rowcount == 1
+            return cursor.rowcount == 1
+
+    def renew_lock(self, profile_id: str, token: str, seconds: float) -> bool:
+        with self._borrow() as db:
+            cursor = db.execute(
+                "UPDATE locks SET until = ? WHERE id = ? AND token = ?",
+                (time.time() + seconds, profile_id, token),
+            )
+            return cursor.rowcount == 1
 
     def unlock(self, profile_id: str, token: str) -> None:
-        self._db().execute("DELETE FROM locks WHERE id = ? AND token = ?", (profile_id, token))
+        with self._borrow() as db:
+            db.execute("DELETE FROM locks WHERE id = ? AND token = ?", (profile_id, token))
 
     def close(self) -> None:
-        db = getattr(self._local, "db", None)
-        if db is not None:
-            db.close()
-            self._local.db = None
+        while True:
+            try:
+                self._idle.get_nowait().close()
+            except queue.Empty:
+                return

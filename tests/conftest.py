@@ -186,12 +186,17 @@ def client(app):  # type: ignore[no-untyped-def]
 
 
 # --- a real server ---------------------------------------------------------------------------
+RATE_SETTINGS = ("SHARE_RATE_UPLOADS", "SHARE_RATE_UPLOAD_BYTES", "SHARE_RATE_DELETES")
+
+
 def start_server(
     env: dict[str, str], log: Path, workers: int = 2
 ) -> tuple[str, subprocess.Popen[bytes]]:
     """`pprof-share serve` with env on a free port, stderr to log: (base URL, process).
     Our own server not starting is a bug, so a failure, never a skip."""
     port = free_port()
+    for name in RATE_SETTINGS:  # the suite uploads far faster than any client should
+        env.setdefault(name, "off")
     with open(log, "wb") as out:
         proc = subprocess.Popen(
             [str(BIN / "pprof-share"), "serve", "--port", str(port), "--workers", str(workers)],

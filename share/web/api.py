@@ -12,6 +12,7 @@ from werkzeug.routing import BaseConverter
 from ..core import Share, Upload
 from ..errors import ShareError
 from ..store.meta import Record
+from . import limits
 from .errors import wants_html, wants_json
 
 TOKEN_COOKIE = "share_token_{}"
@@ -28,8 +29,19 @@ def share() -> Share:
 
 
 def base_url() -> str:
-    """Where links point: SHARE_PUBLIC_URL when set (behind a proxy), else this request's host."""
-    return current_app.config["SHARE"]["PUBLIC_URL"] or request.host_url.rstrip("/")
+    """Where links point: SHARE_PUBLIC_URL when set (behind a proxy), else this request's
+    host when SHARE_ALLOWED_HOSTS allows it (loopback names when unset): a forged Host must
+    not make us hand out links to someone else's site."""
+    public = current_app.config["SHARE"]["PUBLIC_URL"]
+    if public:
+        return public
+    if not limits.link_host_allowed(request.host):
+        raise ShareError(
+            f"links for host {request.host!r} are not handed out here: the operator sets "
+            "SHARE_PUBLIC_URL, or lists the host in SHARE_ALLOWED_HOSTS",
+            400,
+        )
+    return request.host_url.rstrip("/")
 
 
 def rfc3339(epoch: float | None) -> str | None:
@@ -98,8 +110,17 @@ def _reply(upload: Upload) -> Response:
     return response
 
 
+def _admit_upload() -> None:
+    """Before reading the body: the upload token, the Host links are built for, and the
+    bytes-per-hour limit when Content-Length tells the size."""
+    limits.require_upload_token()
+    base_url()
+    limits.charge_upload_bytes(request.content_length or 0)
+
+
 def upload_post() -> Response:
     """curl -F file=@p.pb.gz, curl --data-binary @p.pb.gz, a browser form or drop."""
+    _admit_upload()
     if request.mimetype == "multipart/form-data":
         files = [f for f in request.files.getlist("file") if f.filename or f.content_length]
         if not files:
@@ -111,20 +132,23 @@ def upload_post() -> Response:
     else:
         data = request.get_data(cache=False)
         title = request.headers.get("X-Title", "") or request.args.get("title", "")
+    limits.charge_upload_bytes(len(data))  # a chunked body, counted once read
     upload = share().upload(data, title=title, expires=_expiry_choice())
     return _reply(upload)
 
 
 def upload_put(filename: str) -> Response:
     """curl -T p.pb.gz HOST/ sends PUT /p.pb.gz."""
+    _admit_upload()
     data = request.get_data(cache=False)
+    limits.charge_upload_bytes(len(data))
     title = request.headers.get("X-Title", "") or request.args.get("title", "") or filename
     return _reply(share().upload(data, title=title, expires=_expiry_choice()))
 
 
 def raw(pid: str) -> Response:
     """The profile as stored (gzip): what `go tool pprof <link>/raw` reads."""
-    record = share().record(pid)
+    record = share().available(pid)
     etag = record.sha256[:32]
     if request.if_none_match.contains(etag):
         response = Response(status=304)
@@ -156,7 +180,7 @@ def symbolz(pid: str | None = None) -> Response:
 
 
 def record(pid: str) -> Response:
-    return jsonify(record_json(share().record(pid)))
+    return jsonify(record_json(share().available(pid)))
 
 
 def delete(pid: str) -> Response:

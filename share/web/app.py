@@ -15,7 +15,7 @@ from flask import Flask, Response
 
 from .. import config
 from ..core import open_share
-from . import errors, routes
+from . import errors, limits, ops, routes
 
 # Inline script is forbidden: profile data is shown only as text, never run.
 CONTENT_SECURITY_POLICY = (
@@ -50,6 +50,8 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
     app.extensions["share"] = share
 
     errors.init_app(app)
+    ops.init_app(app)
+    limits.init_app(app)
     routes.register(app)
 
     @app.after_request

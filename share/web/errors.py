@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flask import Flask, Response, jsonify, render_template, request
+from flask import Flask, Response, g, jsonify, render_template, request
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
 from ..core import human_bytes
@@ -23,15 +23,21 @@ def wants_html() -> bool:
     return accept.best == "text/html" or (accept["text/html"] > accept["text/plain"])
 
 
-def render_error(code: int, message: str) -> Response:
-    """The error in the client's format."""
+def render_error(code: int, message: str, retry_after: int | None = None) -> Response:
+    """The error in the client's format; the request id (web.ops) rides along in each, and
+    Retry-After tells a client of a 503 or 429 when to come back."""
+    request_id = g.get("request_id")
     if wants_json():
-        response = jsonify({"error": {"code": code, "message": message}})
+        response = jsonify({"error": {"code": code, "message": message, "request_id": request_id}})
     elif wants_html():
-        response = Response(render_template("error.html", code=code, message=message))
+        response = Response(
+            render_template("error.html", code=code, message=message, request_id=request_id)
+        )
     else:
         response = Response(message.rstrip("\n") + "\n", mimetype="text/plain")
     response.status_code = code
+    if retry_after is not None:
+        response.headers["Retry-After"] = str(retry_after)
     return response
 
 
@@ -40,7 +46,7 @@ def init_app(app: Flask) -> None:
 
     @app.errorhandler(ShareError)
     def _share_error(error: ShareError) -> Response:
-        return render_error(error.code, error.message)
+        return render_error(error.code, error.message, error.retry_after)
 
     @app.errorhandler(RequestEntityTooLarge)
     def _too_large(_error: RequestEntityTooLarge) -> Response:

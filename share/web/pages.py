@@ -35,7 +35,7 @@ def index() -> str:
 
 def profile_page(pid: str) -> Response:
     """The read-only view of one profile; shows the delete token once, right after upload."""
-    record = share().record(pid)
+    record = share().available(pid)  # 410 when the blob was lost, as every view
     cookie = TOKEN_COOKIE.format(pid)
     token = request.cookies.get(cookie)
     profile = record_json(record)

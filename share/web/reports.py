@@ -18,7 +18,7 @@ from .api import share
 
 def view(pid: str, name: str) -> Response:
     """View `name` of profile pid, with the request's options."""
-    record = share().record(pid)
+    record = share().available(pid)  # 410 when the blob was lost, as the page
     types = [(t, u) for t, u in record.sample_types]
     try:
         opts = options.parse(name, request.args, types, record.default_sample_type)

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from flask import Flask
 
-from . import api, pages, reports
+from . import api, limits, ops, pages, reports
 
 GET, POST, PUT, DELETE = ["GET"], ["POST"], ["PUT"], ["DELETE"]
 
@@ -31,11 +31,19 @@ ROUTES: list[tuple[str, list[str], Callable[..., object]]] = [
     ("/api/v1/profiles/<pid:pid>", GET, api.record),
     ("/api/v1/profiles/<pid:pid>/flamegraph", GET, reports.flamegraph),
     ("/api/v1/profiles/<pid:pid>/top", GET, reports.top),
+    # operations: alive, both stores answering, Prometheus metrics
+    ("/healthz", GET, ops.healthz),
+    ("/readyz", GET, ops.readyz),
+    ("/metrics", GET, ops.metrics_page),
 ]
+
+# Views under a per-address rate limit (web.limits), by the limit's scope.
+LIMITED = {api.upload_post: "uploads", api.upload_put: "uploads", api.delete: "deletes"}
 
 
 def register(app: Flask) -> None:
     """Add every route of ROUTES to app."""
     app.url_map.converters["pid"] = api.ProfileIdConverter
     for rule, methods, view in ROUTES:
-        app.add_url_rule(rule, view.__name__, view, methods=methods)
+        limited = limits.limit(app, LIMITED[view], view) if view in LIMITED else view
+        app.add_url_rule(rule, view.__name__, limited, methods=methods)

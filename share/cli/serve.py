@@ -1,41 +1,11 @@
-"""`pprof-share serve`: the web app under gunicorn (share.web.serving: gevent workers), checked
-before any worker starts.
-
-The check runs in a forked child: the master then never imports boto3, redis or the app, so
-each gevent worker patches sockets and ssl before anything has used them."""
+"""`pprof-share serve`: the web app under gunicorn (share.web.serving: gevent workers), its
+settings and stores checked before any worker starts, with one line when they cannot work."""
 
 from __future__ import annotations
 
 import argparse
 import os
 import sys
-
-
-def check_stores() -> str | None:
-    """Open the app once in a child process; None if it can serve, else the one-line reason."""
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: report and leave without running the parent's cleanup
-        os.close(read)
-        code = 0
-        try:
-            from ..config import ConfigError
-            from ..web.app import create_app
-
-            try:
-                create_app().extensions["share"].close()
-            except ConfigError as exc:
-                os.write(write, str(exc).encode())
-                code = 2
-        except BaseException as exc:  # noqa: BLE001 - anything else is reported the same way
-            os.write(write, f"{type(exc).__name__}: {exc}".encode())
-            code = 1
-        os._exit(code)
-    os.close(write)
-    with os.fdopen(read, "rb") as pipe:
-        message = pipe.read().decode(errors="replace")
-    _, status = os.waitpid(pid, 0)
-    return None if os.waitstatus_to_exitcode(status) == 0 else message or "could not start"
 
 
 def is_loopback(host: str) -> bool:
@@ -62,14 +32,14 @@ def serve(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"pprof-share: {exc}", file=sys.stderr)
         return 2
-    problem = check_stores()
+    problem = serving.check_stores()
     if problem is not None:
         print(f"pprof-share: {problem}", file=sys.stderr)
         return 2
 
     class Server(BaseApplication):  # type: ignore[misc]
         def load_config(self) -> None:
-            for name, value in serving.settings().items():
+            for name, value in serving.settings(check=False).items():
                 self.cfg.set(name, value)
             self.cfg.set("bind", f"{args.host}:{args.port}")
             self.cfg.set("workers", args.workers)
@@ -79,9 +49,7 @@ def serve(args: argparse.Namespace) -> int:
                 self.cfg.set("control_socket_disable", True)
 
         def load(self):  # type: ignore[no-untyped-def]
-            from ..web.app import create_app
-
-            return create_app()
+            return serving.wsgi()
 
     stores = describe(settings["BLOBS"], settings["META"])
     print(f"pprof-share: serving on http://{args.host}:{args.port}/ — {stores}", file=sys.stderr)

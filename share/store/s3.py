@@ -20,13 +20,19 @@ class S3BlobStore:
         self.prefix = prefix.strip("/") + "/" if prefix.strip("/") else ""
         self.failures: tuple[type[Exception], ...] = (BotoCoreError, ClientError)
         # Two attempts of half the budget each (a dropped connection is retried once), so a
-        # call that cannot succeed gives up after about `timeout` plus one short backoff.
+        # call that cannot succeed gives up after `timeout` plus one backoff of at most 1 s
+        # (legacy mode: "standard" may back off for 2 s before its first retry).
         config = Config(
             connect_timeout=timeout / 2,
             read_timeout=timeout / 2,
-            retries={"total_max_attempts": 2, "mode": "standard"},
+            retries={"total_max_attempts": 2, "mode": "legacy"},
         )
         self.client = boto3.client("s3", config=config, **client_options)  # type: ignore[call-overload]
+        # No "Expect: 100-continue" on uploads: botocore waits a fixed second for the 100
+        # before sending the body, which a stalled S3 turned into 3 s per attempt.
+        from botocore.handlers import add_expect_header
+
+        self.client.meta.events.unregister("before-call.s3", add_expect_header)
 
     def _key(self, key: str) -> str:
         return self.prefix + key

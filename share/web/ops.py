@@ -92,6 +92,8 @@ def init_app(app: Flask) -> None:
     def _finish(response: Response) -> Response:
         request_id = g.get("request_id") or secrets.token_hex(8)
         response.headers["X-Request-Id"] = request_id
+        if response.status_code < 400:  # Flask-Limiter adds it to every limited reply
+            response.headers.pop("Retry-After", None)
         route = request.url_rule.rule if request.url_rule is not None else "(none)"
         status = response.status_code
         metrics.request(route, status)

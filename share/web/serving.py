@@ -1,5 +1,9 @@
 """How gunicorn runs the app, for `pprof-share serve` and the Procfile alike
-(`gunicorn -c python:share.web.serving "share:create_app()"` reads this module's settings).
+(`gunicorn -c python:share.web.serving "share.web.serving:wsgi()"` reads this module's settings).
+
+The stores are checked once, before any worker starts, in a forked child: the master never
+imports boto3, redis or the app, so each gevent worker patches sockets and ssl before anything
+has used them; workers do not check again (one booting while a store is down answers 503s).
 
 The worker is gunicorn's gevent worker: each connection is a greenlet, so clients that trickle
 a byte a second, or stall, cost a little memory rather than a thread, and one stalled store
@@ -15,6 +19,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import sys
 import tempfile
 from typing import Any
 
@@ -24,6 +29,7 @@ from gunicorn.workers.ggevent import GeventWorker
 from ..config import load
 
 METRICS_ENV = "PROMETHEUS_MULTIPROC_DIR"
+KEEPALIVE_SECONDS = 5
 
 
 def client_timeout() -> float:
@@ -54,7 +60,50 @@ class Worker(GeventWorker):
         AsyncWorker.handle(self, listener, client, addr)
 
 
-def on_starting(server: Any) -> None:
+def wsgi() -> Any:
+    """The app as a worker loads it: stores not checked again (see the module's docstring)."""
+    from .app import create_app
+
+    return create_app(check_stores=False)
+
+
+def check_stores() -> str | None:
+    """Open the app once in a forked child: None if it can serve, else the one-line reason."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report, and leave without running the parent's cleanup
+        os.close(read)
+        code = 0
+        try:
+            from ..config import ConfigError
+            from .app import create_app
+
+            try:
+                create_app().extensions["share"].close()
+            except ConfigError as exc:
+                os.write(write, str(exc).encode())
+                code = 2
+        except BaseException as exc:  # noqa: BLE001 - anything else is reported the same way
+            os.write(write, f"{type(exc).__name__}: {exc}".encode())
+            code = 1
+        os._exit(code)
+    os.close(write)
+    with os.fdopen(read, "rb") as pipe:
+        message = pipe.read().decode(errors="replace")
+    _, status = os.waitpid(pid, 0)
+    return None if os.waitstatus_to_exitcode(status) == 0 else message or "could not start"
+
+
+def start_checked(server: Any) -> None:
+    """The Procfile's start: the stores checked, then the metrics directory."""
+    problem = check_stores()
+    if problem is not None:
+        print(f"pprof-share: {problem}", file=sys.stderr)
+        sys.exit(2)
+    start(server)
+
+
+def start(server: Any) -> None:
     """Before any worker: a fresh directory for prometheus_client's multiprocess mode."""
     directory = os.environ.get(METRICS_ENV)
     if directory:
@@ -67,33 +116,43 @@ def on_starting(server: Any) -> None:
         server.share_metrics_dir = os.environ[METRICS_ENV]
 
 
-def on_exit(server: Any) -> None:
+def leave(server: Any) -> None:
     made = getattr(server, "share_metrics_dir", None)
     if made:
         shutil.rmtree(made, ignore_errors=True)
 
 
-def child_exit(server: Any, worker: Any) -> None:
+def worker_gone(server: Any, worker: Any) -> None:
     from prometheus_client import multiprocess
 
     multiprocess.mark_process_dead(worker.pid)
 
 
-def settings() -> dict[str, Any]:
-    """gunicorn's settings, besides bind and workers."""
+def settings(check: bool = True) -> dict[str, Any]:
+    """gunicorn's settings, besides bind and workers; check: the stores, before workers start
+    (serve checks them itself, to stop with one line before gunicorn says anything)."""
     timeout = client_timeout()
     return {
         "worker_class": f"{__name__}.Worker",
         "worker_connections": 1000,
-        # With gevent, keepalive also bounds how long a request's headers may take.
-        "keepalive": int(max(1, timeout)),
+        # With gevent, keepalive bounds both an idle kept-alive connection and the time a
+        # request's headers may take; short, so a stopping worker is not held by idle clients.
+        "keepalive": int(max(1, min(timeout, KEEPALIVE_SECONDS))),
         "timeout": 120,  # a worker whose loop is stuck this long is restarted
         "graceful_timeout": 30,
-        "on_starting": on_starting,
-        "on_exit": on_exit,
-        "child_exit": child_exit,
+        "on_starting": start_checked if check else start,
+        "on_exit": leave,
+        "child_exit": worker_gone,
     }
 
 
-# Read by `gunicorn -c python:share.web.serving` (the Procfile).
-globals().update(settings())
+# Read by `gunicorn -c python:share.web.serving` (the Procfile): its settings as module names.
+_PROCFILE = settings()
+worker_class = _PROCFILE["worker_class"]
+worker_connections = _PROCFILE["worker_connections"]
+keepalive = _PROCFILE["keepalive"]
+timeout = _PROCFILE["timeout"]
+graceful_timeout = _PROCFILE["graceful_timeout"]
+on_starting = _PROCFILE["on_starting"]
+on_exit = _PROCFILE["on_exit"]
+child_exit = _PROCFILE["child_exit"]

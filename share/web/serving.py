@@ -29,7 +29,7 @@ from gunicorn.workers.ggevent import GeventWorker
 from ..config import load
 
 METRICS_ENV = "PROMETHEUS_MULTIPROC_DIR"
-KEEPALIVE_SECONDS = 5
+KEEPALIVE_SECONDS = 2  # gunicorn's own default
 
 
 def client_timeout() -> float:

@@ -7,10 +7,11 @@ single-machine default (one file, no server), and redis.RedisMetaStore for produ
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+import orjson
 
 
 @dataclass
@@ -33,11 +34,11 @@ class Record:
     metadata: dict[str, Any] = field(default_factory=dict)  # period, mappings, comments, ...
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), separators=(",", ":"))
+        return orjson.dumps(self).decode()  # orjson encodes dataclasses, 10x asdict + json
 
     @classmethod
     def from_json(cls, text: str | bytes) -> Record:
-        return cls(**json.loads(text))
+        return cls(**orjson.loads(text))
 
 
 class MetaStore(Protocol):

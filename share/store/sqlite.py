@@ -9,7 +9,9 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
+from .group import GroupCommit
 from .meta import Record
 
 _SCHEMA = """
@@ -19,11 +21,6 @@ CREATE TABLE IF NOT EXISTS profiles (
     record TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS profiles_expires_at ON profiles(expires_at);
-CREATE TABLE IF NOT EXISTS locks (
-    id TEXT PRIMARY KEY,
-    token TEXT NOT NULL,
-    until REAL NOT NULL
-);
 CREATE TABLE IF NOT EXISTS views (
     id TEXT NOT NULL,
     key TEXT NOT NULL,
@@ -31,6 +28,45 @@ CREATE TABLE IF NOT EXISTS views (
     PRIMARY KEY (id, key)
 );
 """
+# Leases live in a database of their own beside the records, attached as "leases": they are
+# written twice per upload and renewed every second, and need no fsync (synchronous=NORMAL
+# in WAL mode is safe from corruption; a lease lost with the machine has lapsed anyway), while
+# the records' database keeps fsyncing every commit, so a 201 means the record is on disk.
+_LEASES_SCHEMA = """
+CREATE TABLE IF NOT EXISTS leases.locks (
+    id TEXT PRIMARY KEY,
+    token TEXT NOT NULL,
+    until REAL NOT NULL
+);
+"""
+
+
+class _Connection(sqlite3.Connection):
+    """A connection that waits for a locked database with time.sleep, up to busy_seconds.
+
+    SQLite's own busy handler sleeps inside C: under gevent that froze the whole worker, every
+    request in it, whenever another worker was committing. time.sleep is gevent's when it is
+    patched, so waiting here lets the worker's other requests run. Retrying a statement that
+    failed as busy is safe: it did nothing (a COMMIT that is busy leaves the transaction open).
+    """
+
+    busy_seconds = 5.0
+
+    def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:  # type: ignore[override]
+        deadline = None
+        pause = 0.0005
+        while True:
+            try:
+                return super().execute(sql, parameters)
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) and "busy" not in str(exc):
+                    raise
+                now = time.monotonic()
+                deadline = deadline or now + self.busy_seconds
+                if now >= deadline:
+                    raise
+                time.sleep(pause)
+                pause = min(pause * 2, 0.01)
 
 
 class SqliteMetaStore:
@@ -48,15 +84,26 @@ class SqliteMetaStore:
         self.failures: tuple[type[Exception], ...] = (sqlite3.Error,)
         self._idle: queue.SimpleQueue[sqlite3.Connection] = queue.SimpleQueue()
         self._pid = os.getpid()
+        self._group = GroupCommit(self._insert)
 
     def _connect(self) -> sqlite3.Connection:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         db = sqlite3.connect(
-            self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False
+            self.path,
+            timeout=self.timeout,
+            isolation_level=None,
+            check_same_thread=False,
+            factory=_Connection,
         )
         db.execute("PRAGMA journal_mode=WAL")
-        db.execute(f"PRAGMA busy_timeout={int(self.timeout * 1000)}")
         db.executescript(_SCHEMA)
+        db.execute("ATTACH DATABASE ? AS leases", (f"{self.path}-leases",))
+        db.execute("PRAGMA leases.journal_mode=WAL")
+        db.execute("PRAGMA leases.synchronous=NORMAL")
+        db.executescript(_LEASES_SCHEMA)
+        # From now on a locked database is waited for in Python (see _Connection).
+        db.execute("PRAGMA busy_timeout=0")
+        db.busy_seconds = self.timeout
         return db
 
     @contextmanager
@@ -94,12 +141,19 @@ class SqliteMetaStore:
             return db.execute(sql, args).fetchone()
 
     def create(self, record: Record) -> bool:
-        with self._borrow() as db:
-            cursor = db.execute(
-                "INSERT OR IGNORE INTO profiles (id, expires_at, record) VALUES (?, ?, ?)",
-                (record.id, record.expires_at, record.to_json()),
-            )
-            return cursor.rowcount == 1
+        return self._group.commit(record)
+
+    def _insert(self, records: list[Record]) -> list[bool]:
+        """Insert a batch of records in one transaction: one fsync for all of them."""
+        with self._transaction() as db:
+            return [
+                db.execute(
+                    "INSERT OR IGNORE INTO profiles (id, expires_at, record) VALUES (?, ?, ?)",
+                    (r.id, r.expires_at, r.to_json()),
+                ).rowcount
+                == 1
+                for r in records
+            ]
 
     def load(self, profile_id: str) -> Record | None:
         row = self._one("SELECT record, expires_at FROM profiles WHERE id = ?", (profile_id,))
@@ -178,7 +232,7 @@ class SqliteMetaStore:
         now = time.time()
         with self._borrow() as db:
             cursor = db.execute(
-                "INSERT INTO locks (id, token, until) VALUES (?, ?, ?) "
+                "INSERT INTO leases.locks (id, token, until) VALUES (?, ?, ?) "
                 "ON CONFLICT (id) DO UPDATE SET token = excluded.token, until = excluded.until "
                 "WHERE locks.until < ?",
                 (profile_id, token, now + seconds, now),
@@ -188,14 +242,14 @@ class SqliteMetaStore:
     def renew_lock(self, profile_id: str, token: str, seconds: float) -> bool:
         with self._borrow() as db:
             cursor = db.execute(
-                "UPDATE locks SET until = ? WHERE id = ? AND token = ?",
+                "UPDATE leases.locks SET until = ? WHERE id = ? AND token = ?",
                 (time.time() + seconds, profile_id, token),
             )
             return cursor.rowcount == 1
 
     def unlock(self, profile_id: str, token: str) -> None:
         with self._borrow() as db:
-            db.execute("DELETE FROM locks WHERE id = ? AND token = ?", (profile_id, token))
+            db.execute("DELETE FROM leases.locks WHERE id = ? AND token = ?", (profile_id, token))
 
     def close(self) -> None:
         while True:

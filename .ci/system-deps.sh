@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the system packages pprof-share needs, with apt-get, only where they are missing.
 #   base: what `make run` needs (the venv module);
-#   test: also redis-server, Go (for `go tool pprof`) and Chromium (browser tests).
+#   test: also redis-server, Go (for `go tool pprof`) and Chromium (browser tests);
+#   load: wrk, for bench/load.py.
 set -euo pipefail
 want=()
 python3 -c 'import venv, ensurepip' 2>/dev/null || want+=(python3-venv)
@@ -9,6 +10,9 @@ if [ "${1:-base}" = test ]; then
   command -v redis-server >/dev/null || want+=(redis-server)
   command -v go >/dev/null || want+=(golang-go)
   command -v chromium >/dev/null || want+=(chromium)
+fi
+if [ "${1:-base}" = load ]; then
+  command -v wrk >/dev/null || want+=(wrk)
 fi
 [ ${#want[@]} -eq 0 ] && exit 0
 sudo=""

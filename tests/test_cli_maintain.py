@@ -62,3 +62,33 @@ def test_commands_refuse_to_make_a_new_empty_embedded_store(command, tmp_path, m
     assert "no store at ./data — set SHARE_BLOBS/SHARE_META or run from the service's" in err
     assert err.startswith("pprof-share: blobs in file:./data/blobs, records in sqlite:")
     assert not (tmp_path / "data").exists()
+
+
+def test_serve_names_its_stores_and_warns_beyond_loopback_without_a_public_url(tmp_path):
+    import os
+    import subprocess
+
+    from conftest import BIN, free_port, stop, wait_for_port
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SHARE_")}
+    env.update(SHARE_BLOBS=f"file:{tmp_path}/blobs", SHARE_META=f"sqlite:{tmp_path}/m.sqlite3")
+    port = free_port()
+    log = tmp_path / "serve.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [str(BIN / "pprof-share"), "serve", "--host", "0.0.0.0", "--port", str(port)],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=out,
+        )
+    try:
+        assert wait_for_port(port, proc, timeout=30), log.read_text()
+    finally:
+        stop(proc)
+    lines = log.read_text().splitlines()
+    assert lines[0] == (
+        f"pprof-share: serving on http://0.0.0.0:{port}/ — blobs in file:{tmp_path}/blobs, "
+        f"records in sqlite:{tmp_path}/m.sqlite3"
+    )
+    assert lines[1].startswith("pprof-share: warning: listening on 0.0.0.0 without SHARE_PUBLIC")
+    assert "SHARE_ALLOWED_HOSTS" in lines[1]

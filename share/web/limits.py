@@ -73,10 +73,11 @@ def init_app(app: Flask) -> Limiter:
     meta = str(settings["META"])
     shared = meta.startswith(("redis://", "rediss://", "unix://"))
     timeout = min(float(settings["STORE_TIMEOUT"]), 2.0)
+    storage = ("redis+" + meta if meta.startswith("unix://") else meta) if shared else "memory://"
     limiter = Limiter(
         client_address,
         app=app,
-        storage_uri=meta if shared else "memory://",
+        storage_uri=storage,
         storage_options=(
             {"socket_timeout": timeout, "socket_connect_timeout": timeout} if shared else {}
         ),
@@ -84,7 +85,9 @@ def init_app(app: Flask) -> Limiter:
         key_prefix="pprof-share-limits",
         headers_enabled=True,
         swallow_errors=True,  # a rate-limit store that fails lets requests through
-        enabled=any(parse_rate(settings[n]) for n in ("RATE_UPLOADS", "RATE_DELETES")),
+        enabled=any(
+            parse_rate(settings[n]) for n in ("RATE_UPLOADS", "RATE_UPLOAD_BYTES", "RATE_DELETES")
+        ),
     )
     app.extensions["share_limiter"] = limiter
 

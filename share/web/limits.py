@@ -9,6 +9,7 @@ the body's size: before reading it when Content-Length says it, after reading a 
 
 from __future__ import annotations
 
+import functools
 import hmac
 import ipaddress
 import time
@@ -151,11 +152,16 @@ def require_upload_token() -> None:
         )
 
 
-def link_host_allowed(host: str) -> bool:
-    """Whether a request's Host may build links (SHARE_ALLOWED_HOSTS; loopback when unset)."""
-    allowed = host_list(current_app.config["SHARE"]["ALLOWED_HOSTS"]) or LOOPBACK_HOSTS
+@functools.lru_cache(maxsize=256)
+def _host_allowed(host: str, setting: str) -> bool:
+    allowed = host_list(setting) or LOOPBACK_HOSTS
     if "*" in allowed:
         return True
     name = host.lower()
     name = name[1:].partition("]")[0] if name.startswith("[") else name.rpartition(":")[0] or name
     return name in allowed
+
+
+def link_host_allowed(host: str) -> bool:
+    """Whether a request's Host may build links (SHARE_ALLOWED_HOSTS; loopback when unset)."""
+    return _host_allowed(host, current_app.config["SHARE"]["ALLOWED_HOSTS"])

@@ -235,7 +235,7 @@ class Share:
         """Hold the profile's lease (store.lease: short, renewed while held, so a killed
         holder frees it in seconds): uploads, deletes and purges of one id take turns, so a
         delete never removes the blob of an upload that was answered 201."""
-        with self.leases.hold(pid) as lease:
+        with self.leases.hold(pid, f"profile {pid}") as lease:
             yield lease
 
     # --- reading ------------------------------------------------------------------------

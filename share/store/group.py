@@ -4,7 +4,9 @@ SQLite's commit waits for fsync (a few ms on common disks) and, under gevent, ho
 worker while it does; one commit per upload made uploads cost that much each. Callers queue
 their record; the first becomes the leader, lets the others that are ready queue theirs (one
 switch), commits the batch and answers each; whoever is queued meanwhile is handed the lead.
-Nobody returns before the commit that holds their record has been made durable.
+Nobody returns before the commit that holds their record has been made durable. Under gevent
+the write runs in a native thread of gevent's pool, so the worker's other requests go on while
+the disk syncs (a slow fsync on a busy disk froze every request of the worker, for seconds).
 """
 
 from __future__ import annotations
@@ -15,6 +17,19 @@ from collections.abc import Callable
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
+
+
+def offload(fn: Callable[[list[T]], list[bool]], items: list[T]) -> list[bool]:
+    """fn(items) in a native thread when gevent has patched threading, else right here."""
+    try:
+        from gevent import monkey
+    except ImportError:
+        return fn(items)
+    if not monkey.is_module_patched("threading"):
+        return fn(items)
+    import gevent
+
+    return gevent.get_hub().threadpool.apply(fn, (items,))
 
 
 class _Slot(Generic[T]):
@@ -58,7 +73,7 @@ class GroupCommit(Generic[T]):
         with self._lock:
             batch, self._pending = self._pending, []
         try:
-            results = self.write([s.item for s in batch])
+            results = offload(self.write, [s.item for s in batch])
         except BaseException as exc:  # noqa: BLE001 - every caller of the batch gets it
             for s in batch:
                 s.error = exc

@@ -66,14 +66,15 @@ class Leases:
         self._pid = 0
 
     @contextmanager
-    def hold(self, key: str) -> Iterator[Lease]:
-        """Hold key's lease for the block; Busy (503) if it stays taken for `wait` seconds."""
+    def hold(self, key: str, label: str | None = None) -> Iterator[Lease]:
+        """Hold key's lease for the block; Busy (503) if it stays taken for `wait` seconds
+        (its message names `label`, else the key)."""
         lease = Lease(key, secrets.token_hex(8), self.seconds)
         deadline = time.monotonic() + self.wait
         pause = 0.002
         while not self.meta.try_lock(key, lease.token, self.seconds):
             if time.monotonic() > deadline:
-                raise Busy(f"{key} is busy; try again")
+                raise Busy(f"{label or key} is busy; try again")
             time.sleep(pause)
             pause = min(pause * 2, 0.05)
         lease.renewed_at = time.monotonic()

@@ -85,6 +85,8 @@ class SqliteMetaStore:
         self._idle: queue.SimpleQueue[sqlite3.Connection] = queue.SimpleQueue()
         self._pid = os.getpid()
         self._group = GroupCommit(self._insert)
+        self._writer: sqlite3.Connection | None = None
+        self._writer_pid = 0
 
     def _connect(self) -> sqlite3.Connection:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -144,9 +146,23 @@ class SqliteMetaStore:
         return self._group.commit(record)
 
     def _insert(self, records: list[Record]) -> list[bool]:
-        """Insert a batch of records in one transaction: one fsync for all of them."""
-        with self._transaction() as db:
-            return [
+        """Insert a batch of records in one transaction: one fsync for all of them.
+
+        GroupCommit runs this in a native thread under gevent (the fsync must not freeze the
+        worker), one batch at a time per process: so on a connection of its own, which waits
+        for the lock in C (busy_timeout), harmless off the gevent hub."""
+        if self._writer is None or self._writer_pid != os.getpid():
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._writer = sqlite3.connect(
+                self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False
+            )
+            self._writer.execute("PRAGMA journal_mode=WAL")
+            self._writer.executescript(_SCHEMA)
+            self._writer_pid = os.getpid()
+        db = self._writer
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            inserted = [
                 db.execute(
                     "INSERT OR IGNORE INTO profiles (id, expires_at, record) VALUES (?, ?, ?)",
                     (r.id, r.expires_at, r.to_json()),
@@ -154,6 +170,11 @@ class SqliteMetaStore:
                 == 1
                 for r in records
             ]
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
+        return inserted
 
     def load(self, profile_id: str) -> Record | None:
         row = self._one("SELECT record, expires_at FROM profiles WHERE id = ?", (profile_id,))
@@ -252,6 +273,9 @@ class SqliteMetaStore:
             db.execute("DELETE FROM leases.locks WHERE id = ? AND token = ?", (profile_id, token))
 
     def close(self) -> None:
+        if self._writer is not None and self._writer_pid == os.getpid():
+            self._writer.close()
+        self._writer = None
         while True:
             try:
                 self._idle.get_nowait().close()

@@ -9,6 +9,7 @@ from ..core import human_bytes
 from .api import TOKEN_COOKIE, base_url, record_json, share
 
 EXPIRY_CHOICES = ["1h", "1d", "7d", "30d", "90d", "1y", "never"]
+PAGE_CACHE_SIZE = 512  # rendered profile pages kept per worker
 
 
 def expiry_choices() -> list[str]:
@@ -39,8 +40,13 @@ def profile_page(pid: str) -> Response:
     cookie = TOKEN_COOKIE.format(pid)
     token = request.cookies.get(cookie)
     profile = record_json(record)
-    response = make_response(
-        render_template(
+    # A record changes only in its expiry, so the page without a token is cached by what it
+    # shows: rendering it (templates, url_for) cost 3x a whole hello-world request.
+    key = (pid, profile["url"], record.expires_at, request.script_root)
+    cache: dict[tuple[object, ...], str] = current_app.extensions.setdefault("share_pages", {})
+    html = None if token else cache.get(key)
+    if html is None:
+        html = render_template(
             "profile.html",
             record=record,
             profile=profile,
@@ -48,7 +54,11 @@ def profile_page(pid: str) -> Response:
             raw_url=profile["raw_url"],
             upload_token=token,
         )
-    )
+        if not token:
+            if len(cache) >= PAGE_CACHE_SIZE:
+                cache.clear()
+            cache[key] = html
+    response = make_response(html)
     if token:
         response.delete_cookie(cookie, path=f"/{pid}")
     response.headers["Cache-Control"] = "no-store" if token else "no-cache"

@@ -11,6 +11,7 @@ the disk syncs (a slow fsync on a busy disk froze every request of the worker, f
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -52,9 +53,13 @@ class GroupCommit(Generic[T]):
         self._lock = threading.Lock()
         self._pending: list[_Slot[T]] = []
         self._leading = False
+        self._pid = os.getpid()
 
     def commit(self, item: T) -> bool:
         slot = _Slot(item)
+        if self._pid != os.getpid():  # forked, maybe mid-commit: the parent's batch is not ours
+            self._lock, self._pending, self._leading = threading.Lock(), [], False
+            self._pid = os.getpid()
         with self._lock:
             self._pending.append(slot)
             if not self._leading:

@@ -68,7 +68,7 @@ def test_serve_names_its_stores_and_warns_beyond_loopback_without_a_public_url(t
     import os
     import subprocess
 
-    from conftest import BIN, free_port, stop, wait_for_port
+    from conftest import BIN, free_port, http_status, stop, wait_for_port
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("SHARE_")}
     env.update(SHARE_BLOBS=f"file:{tmp_path}/blobs", SHARE_META=f"sqlite:{tmp_path}/m.sqlite3")
@@ -83,6 +83,7 @@ def test_serve_names_its_stores_and_warns_beyond_loopback_without_a_public_url(t
         )
     try:
         assert wait_for_port(port, proc, timeout=30), log.read_text()
+        assert http_status(f"http://127.0.0.1:{port}/healthz") == 200  # workers are up
     finally:
         stop(proc)
     lines = log.read_text().splitlines()

@@ -23,6 +23,7 @@ import sys
 import tempfile
 from typing import Any
 
+import gevent
 from gunicorn.workers.base_async import AsyncWorker
 from gunicorn.workers.ggevent import GeventWorker
 
@@ -58,6 +59,15 @@ class Worker(GeventWorker):
         # GeventWorker.handle would make the socket blocking without a timeout.
         client.settimeout(self.client_timeout)
         AsyncWorker.handle(self, listener, client, addr)
+
+    def handle_request(self, listener_name: Any, req: Any, sock: Any, addr: Any) -> Any:
+        # Yield after each request: a kept-alive client whose next request is already in the
+        # socket would otherwise be served again at once, never switching out, while the
+        # worker's other connections wait (seconds at the p99 under load).
+        try:
+            return super().handle_request(listener_name, req, sock, addr)
+        finally:
+            gevent.sleep(0)
 
 
 def wsgi() -> Any:

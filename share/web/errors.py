@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import socket
+
 from flask import Flask, Response, g, jsonify, render_template, request
-from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
+from werkzeug.exceptions import ClientDisconnected, HTTPException, RequestEntityTooLarge
 
 from ..core import human_bytes
 from ..errors import ShareError
@@ -53,6 +56,18 @@ def init_app(app: Flask) -> None:
         limit = app.config["SHARE"]["MAX_UPLOAD_BYTES"]
         return render_error(
             413, f"upload is over the limit of {human_bytes(limit)} (SHARE_MAX_UPLOAD_BYTES)"
+        )
+
+    @app.errorhandler(ClientDisconnected)
+    def _stopped(_error: ClientDisconnected) -> Response:
+        # The body stopped arriving (silent for SHARE_CLIENT_TIMEOUT, or the client left):
+        # answer, and let gunicorn close the connection after it instead of keeping it alive.
+        sock = request.environ.get("gunicorn.socket")
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RD)
+        return render_error(
+            400, "the request's body stopped arriving before its end; nothing was stored"
         )
 
     @app.errorhandler(HTTPException)

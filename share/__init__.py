@@ -7,17 +7,19 @@ walks every import and fails on an arrow that runs back up):
     analysis  ->  pprof
 
 - share.web: the Flask app (create_app), every route in web/routes.py, pages, error rendering;
-- share.cli: `pprof-share serve | upload | delete | prune | top`, and the standard-library HTTP
-  client, which loads neither Flask nor numpy so `pprof-share upload` starts fast;
-- share.core: the service — upload, fetch, views, delete, prune — with no Flask;
+- share.cli: `pprof-share serve | upload | delete | prune | fsck | top`, and the
+  standard-library HTTP client, which loads neither Flask nor numpy (`upload` starts fast);
+- share.core: the service — upload, fetch, views, delete, prune, fsck — with no Flask;
 - share.compute: the processes every parse and analysis runs in, bounded in time and memory,
   with warm profiles, and the single flight of each view;
 - share.analysis: a parsed profile -> the views (top, flame graph, text), pprof's semantics;
 - share.pprof: bytes -> a validated profile, exactly as google/pprof accepts it;
-- share.store: the blob and metadata stores, one module per backend.
+- share.store: the blob and metadata stores, one module per backend; leases; the guard that
+  turns a store's failures into StoreUnavailable.
 
-share.config (every setting) and share.errors (ShareError) are leaves anything may import. cli
-may also import web (serve runs the app); nothing below web or cli imports them.
+share.config (every setting), share.errors (ShareError) and share.metrics (the Prometheus
+counters and their helpers) are leaves anything may import. cli may also import web (serve
+runs the app); nothing below web or cli imports them.
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ create_app() in a mapping.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -51,6 +52,21 @@ DEFAULTS: dict[str, Any] = {
     "EMBED_FRAME_ANCESTORS": "*",
     # The speedscope the page's "Open in speedscope" link opens (a self-hosted build works).
     "SPEEDSCOPE_URL": "https://www.speedscope.app/",
+    # Seconds a store call (S3, Redis, SQLite's lock) may take before it fails with a 503.
+    "STORE_TIMEOUT": 5.0,
+    # Seconds a client may send nothing (headers, body) before its connection is dropped.
+    "CLIENT_TIMEOUT": 30.0,
+    # Per client address: new uploads, uploaded bytes, delete attempts ("off": no limit).
+    "RATE_UPLOADS": "60/minute",
+    "RATE_UPLOAD_BYTES": "2GiB/hour",
+    "RATE_DELETES": "30/minute",
+    # Addresses or networks (comma-separated) of proxies whose X-Forwarded-For is believed.
+    "TRUSTED_PROXIES": "",
+    # When set, uploads need `Authorization: Bearer <this>`; reading links stays open.
+    "UPLOAD_TOKEN": "",
+    # Hosts (comma-separated, "*" for any) whose Host header may build links when PUBLIC_URL is
+    # unset; empty = loopback names only.
+    "ALLOWED_HOSTS": "",
 }
 
 _INT_SETTINGS = {
@@ -70,6 +86,14 @@ _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "y": 365 * 864
 _DURATION = re.compile(r"^\s*(\d+)\s*([smhdwy])\s*$")
 # A CSP source: *, 'self', or scheme://host[:port] with an optional *. subdomain wildcard.
 _ANCESTOR = re.compile(r"^(\*|'self'|https?://(\*\.)?[A-Za-z0-9.-]+(:\d+)?)$")
+
+LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
+_SECONDS_SETTINGS = {"STORE_TIMEOUT", "CLIENT_TIMEOUT"}
+_RATE_SETTINGS = {"RATE_UPLOADS", "RATE_UPLOAD_BYTES", "RATE_DELETES"}
+_RATE = re.compile(
+    r"^\s*(\d+)\s*([KMG]i?B?|B|bytes)?\s*(?:/|per)\s*(second|minute|hour|day)\s*$", re.I
+)
+_SIZES = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 
 
 class ConfigError(ValueError):
@@ -95,6 +119,23 @@ def parse_size(value: Any) -> int:
     if not match:
         raise ValueError(value)
     return int(match.group(1)) * _SIZE_UNITS[match.group(2)[:1].lower()]
+
+
+def parse_rate(text: str) -> tuple[int, str] | None:
+    """'60/minute' -> (60, 'minute'); '2GiB/hour' -> (2147483648, 'hour'); None for 'off'."""
+    text = str(text).strip()
+    if text.lower() in ("off", "none", "0", ""):
+        return None
+    match = _RATE.match(text)
+    if not match or int(match.group(1)) == 0:
+        raise ValueError(f"{text!r} is not a rate like 60/minute, 2GiB/hour or off")
+    unit = (match.group(2) or "").lower()
+    return int(match.group(1)) * _SIZES[unit[:1]], match.group(3).lower()
+
+
+def host_list(text: str) -> tuple[str, ...]:
+    """A comma-separated list of hosts or networks, as given (lower case, no blanks)."""
+    return tuple(part.strip().lower() for part in str(text).split(",") if part.strip())
 
 
 def load(environ: Mapping[str, str], overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -133,6 +174,27 @@ def load(environ: Mapping[str, str], overrides: Mapping[str, Any] | None = None)
             f"SHARE_ANALYSIS_WORKERS={settings['ANALYSIS_WORKERS']!r}: expected a number of "
             "processes (0: one per CPU)"
         ) from None
+    for name in _SECONDS_SETTINGS:
+        try:
+            settings[name] = float(settings[name])
+            if not settings[name] > 0:
+                raise ValueError
+        except (TypeError, ValueError):
+            raise ConfigError(
+                f"SHARE_{name}={settings[name]!r}: expected a positive number of seconds"
+            ) from None
+    for name in _RATE_SETTINGS:
+        try:
+            parse_rate(settings[name])
+        except ValueError as exc:
+            raise ConfigError(f"SHARE_{name}: {exc}") from None
+    for network in host_list(settings["TRUSTED_PROXIES"]):
+        try:
+            ipaddress.ip_network(network, strict=False)
+        except ValueError:
+            raise ConfigError(
+                f"SHARE_TRUSTED_PROXIES: {network!r} is not an address or network (10.0.0.0/8)"
+            ) from None
     for name in ("DEFAULT_EXPIRY", "MAX_EXPIRY"):
         try:
             parse_duration(str(settings[name]))

@@ -5,32 +5,26 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 import secrets
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from . import pprof
-from .analysis import options as view_options
-from .analysis import views
-from .compute import progress as view_progress
-from .compute.once import Once
+from . import metrics, pprof
+from .compute.ingest import ID_LENGTH
 from .compute.pool import AnalysisFailed, ComputePool, job_settings
-from .compute.progress import Progress
+from .compute.service import ViewService
 from .config import ConfigError, parse_duration
-from .errors import Forbidden, Gone, NotFound, ShareError, TooLarge
-from .store import blobs, meta
+from .errors import Forbidden, Gone, NotFound, ShareError, StoreUnavailable, TooLarge
+from .store import blobs, locate, meta
 from .store.blobs import BlobStore
+from .store.guard import guard
+from .store.lease import Busy, Leases
 from .store.meta import MetaStore, Record
 
-LOCK_LEASE_SECONDS = 60  # a crashed holder's lease lapses after this
-LOCK_WAIT_SECONDS = 30  # how long an upload or delete waits for the lease before a 503
-AFFINITY_KEY = "compute-slot"  # in the view cache: where the profile was validated
-# Followers of a view wait this much longer than the analysis may take (queueing, storing).
-VIEW_WAIT_MARGIN_SECONDS = 10
+PRESENT_SECONDS = 5  # a blob seen present is not looked for again (S3 HEAD) for this long
 
 
 @dataclass
@@ -64,19 +58,41 @@ def human_bytes(n: int) -> str:
     return f"{n} bytes"
 
 
-def open_share(settings: dict[str, Any], compute: ComputePool | None = None) -> Share:
-    """The core on the stores that settings name; raises ConfigError when one is unusable."""
+def open_share(
+    settings: dict[str, Any],
+    compute: ComputePool | None = None,
+    *,
+    create: bool = True,
+    check: bool = True,
+) -> Share:
+    """The core on the stores that settings name; raises ConfigError when one is unusable.
+    With create=False (every command but serve) an embedded store must already exist: a
+    command run from the wrong directory must not make itself a new, empty one."""
+    where = None if create else locate.missing_embedded(settings["BLOBS"], settings["META"])
+    if where is not None:
+        raise ConfigError(
+            f"no store at {where} — set SHARE_BLOBS/SHARE_META or run from the service's directory"
+        )
+    timeout = settings["STORE_TIMEOUT"]
     try:
-        blob_store = blobs.from_url(settings["BLOBS"])
+        blob_store = blobs.from_url(settings["BLOBS"], timeout=timeout)
     except ValueError as exc:
         raise ConfigError(f"SHARE_BLOBS={settings['BLOBS']!r}: {exc}") from None
-    meta_store = meta.from_url(settings["META"], settings["VIEW_CACHE_BYTES"])
+    meta_store = meta.from_url(
+        settings["META"], timeout=timeout, view_cache_bytes=settings["VIEW_CACHE_BYTES"]
+    )
     for name, store in (("SHARE_BLOBS", blob_store), ("SHARE_META", meta_store)):
         try:
-            store.check()
+            if check:
+                store.check()
         except OSError as exc:
             raise ConfigError(f"{name}={settings[name[6:]]!r}: {exc}") from None
-    return Share(blob_store, meta_store, settings, compute=compute)
+    return Share(
+        guard(blob_store, "blob store", settings["BLOBS"], metrics.store_error),
+        guard(meta_store, "metadata store", settings["META"], metrics.store_error),
+        settings,
+        compute=compute,
+    )
 
 
 class Share:
@@ -96,8 +112,15 @@ class Share:
         self.clock = clock
         # Processes start on first use; one pool may serve several apps (tests share one).
         self.compute = compute if compute is not None else ComputePool(settings)
-        self.once = Once(meta)
+        self.views = ViewService(meta, self.compute, settings, clock=lambda: self.clock())
         self._job = job_settings(settings)
+        self.leases = Leases(meta)
+        self._present: dict[str, float] = {}  # id -> when its blob was last seen (monotonic)
+
+    @property
+    def once(self) -> Any:
+        """The views' single flight (its `computed` counts computations: tests read it)."""
+        return self.views.once
 
     def close(self) -> None:
         """Let go of store connections and compute processes (the CLI does before gunicorn
@@ -139,9 +162,18 @@ class Share:
         seconds = self.expiry_seconds(expires)
         slot = self.compute.next_slot()
         facts = self._validate(data, slot, strip)
+        try:
+            return self._store(facts, data, title, seconds, slot)
+        except StoreUnavailable as exc:  # the blob may be written, never a record without it
+            raise exc.nothing_stored() from exc
+
+    def _store(
+        self, facts: dict[str, Any], data: bytes, title: str, seconds: int | None, slot: int
+    ) -> Upload:
+        """The store half of an upload: under the profile's lease, the blob, then its record."""
         pid = facts["id"]
         blob = facts["blob"] if facts["blob"] is not None else data
-        with self._exclusive(pid):
+        with self._exclusive(pid) as lease:
             now = self.clock()
             expires_at = None if seconds is None else now + seconds
             existing = self._live_record(pid, now)
@@ -165,10 +197,12 @@ class Share:
                 n_functions=facts["n_functions"],
                 metadata=facts["metadata"],
             )
+            if not lease.held():  # lapsed while the store did not answer: take no chances
+                raise Busy(f"profile {pid} was busy while uploading; try again")
             if not self.meta.create(record):  # only if a lease expired under a slow upload
                 raise ShareError("the profile changed while uploading; try again", 409)
-            # The process that validated it holds it decoded: its first views go there.
-            self.meta.view_put(pid, AFFINITY_KEY, str(slot).encode())
+            self._present[pid] = time.monotonic()
+            self.views.remember_slot(pid, slot)  # it holds the profile decoded
             return Upload(record, created=True, delete_token=token)
 
     def _validate(
@@ -200,21 +234,12 @@ class Share:
         return Upload(record, created=False, delete_token=None)
 
     @contextmanager
-    def _exclusive(self, pid: str) -> Iterator[None]:
-        """Hold the profile's lease: uploads, deletes and purges of one id take turns, so a
+    def _exclusive(self, pid: str) -> Iterator[Any]:
+        """Hold the profile's lease (store.lease: short, renewed while held, so a killed
+        holder frees it in seconds): uploads, deletes and purges of one id take turns, so a
         delete never removes the blob of an upload that was answered 201."""
-        token = secrets.token_hex(8)
-        deadline = time.monotonic() + LOCK_WAIT_SECONDS
-        pause = 0.002
-        while not self.meta.try_lock(pid, token, LOCK_LEASE_SECONDS):
-            if time.monotonic() > deadline:
-                raise ShareError(f"profile {pid} is busy; try again", 503)
-            time.sleep(pause)
-            pause = min(pause * 2, 0.05)
-        try:
-            yield
-        finally:
-            self.meta.unlock(pid, token)
+        with self.leases.hold(pid, f"profile {pid}") as lease:
+            yield lease
 
     # --- reading ------------------------------------------------------------------------
     def _lookup(self, pid: str, now: float) -> tuple[Record | None, bool]:
@@ -243,13 +268,35 @@ class Share:
             raise Gone(f"profile {pid} has expired")
         raise NotFound(f"no profile with id {pid}")
 
+    @staticmethod
+    def _missing(pid: str) -> Gone:
+        return Gone(
+            f"profile {pid}: the stored profile is missing; uploading the same file again "
+            "restores it"
+        )
+
+    def available(self, pid: str) -> Record:
+        """The record of a live profile whose blob is stored; Gone when the blob was lost, so
+        the page and every view answer alike (a re-upload of the same bytes heals it)."""
+        record = self.record(pid)
+        seen = self._present.get(pid)
+        if seen is None or time.monotonic() - seen > PRESENT_SECONDS:
+            if not self.blobs.exists(pid):
+                self._present.pop(pid, None)
+                raise self._missing(pid)
+            if len(self._present) > 10_000:
+                self._present.clear()
+            self._present[pid] = time.monotonic()
+        return record
+
     def raw_gzip(self, pid: str) -> bytes:
         """The stored profile, gzip-compressed."""
         self.record(pid)
         try:
             return self.blobs.get(pid)
         except FileNotFoundError:
-            raise NotFound(f"no profile with id {pid}") from None
+            self._present.pop(pid, None)
+            raise self._missing(pid) from None
 
     def cached_view(
         self, pid: str, name: str, options: dict[str, Any], bases: tuple[str, ...] = ()
@@ -257,71 +304,22 @@ class Share:
         """The view if it is already computed, else None — never waiting for an analysis
         (a page renders at once; its script asks for what is missing)."""
         self.record(pid)
-        return self.meta.view_get(pid, self._view_key(name, options, bases))
-
-    def _view_key(self, name: str, options: dict[str, Any], bases: tuple[str, ...]) -> str:
-        return f"{view_options.key(name, options)}:{'+'.join(bases)}:{views.VERSION}"
-
-    def _affinity(self, pid: str) -> int | None:
-        """The compute process that validated the profile (and may hold it decoded)."""
-        slot = self.meta.view_get(pid, AFFINITY_KEY)
-        if slot is None or not slot.isdigit() or int(slot) >= self.compute.size:
-            return None
-        return int(slot)
+        return self.views.cached(pid, name, options, bases)
 
     def view(
         self, pid: str, name: str, options: dict[str, Any], bases: tuple[str, ...] = ()
     ) -> bytes:
-        """A view of a profile (analysis.views), gzip-compressed. Computed once in the compute
-        tier — concurrent requests wait for that one computation — then served from the
-        metadata store. A view that ran out of time or memory answers its failure for
-        SHARE_ANALYSIS_FAILURE_SECONDS without being tried again. Options are canonical
-        (analysis.options.parse); bases are the other profiles a diff view reads."""
+        """A view of a live profile (and of the bases a diff reads), gzip-compressed:
+        computed once in the compute tier, then cached (compute.service)."""
         self.record(pid)
         for base in bases:
             self.record(base)
-        key = self._view_key(name, options, bases)
-        failed_key = "failed:" + key
-
-        def cached() -> bytes | None:
-            data = self.meta.view_get(pid, key)
-            if data is not None:
-                return data
-            failure = self.meta.view_get(pid, failed_key)
-            if failure is not None:
-                known = json.loads(failure)
-                age = self.clock() - known["at"]
-                if age < self.settings["ANALYSIS_FAILURE_SECONDS"]:
-                    raise ShareError(
-                        f"{known['message']} (when tried {age:.0f} s ago; not tried again "
-                        f"for {self.settings['ANALYSIS_FAILURE_SECONDS']} s)",
-                        known["code"],
-                    )
-            return None
-
-        def compute() -> bytes:
-            job = {"op": "view", "pid": pid, "bases": list(bases), "name": name,
-                   "options": options, **self._job}  # fmt: skip
-            try:
-                with Progress(self.meta, pid, name) as stages:
-                    slot = self._affinity(pid)
-                    data = self.compute.run(job, profile=pid, slot=slot, progress=stages)
-            except AnalysisFailed as exc:
-                if exc.kind != "died":  # a killed process may do better on retry
-                    failure = {"at": self.clock(), "code": exc.code, "message": exc.message}
-                    self.meta.view_put(pid, failed_key, json.dumps(failure).encode())
-                raise
-            self.meta.view_put(pid, key, data)
-            return data
-
-        lease = f"{pid}:view:{hashlib.sha256(key.encode()).hexdigest()[:16]}"
-        wait = self.compute.seconds + VIEW_WAIT_MARGIN_SECONDS
-        return self.once.run(f"{pid}:{key}", lease, cached, compute, wait)
+        return self.views.view(pid, name, options, bases)
 
     def progress(self, pid: str) -> dict[str, Any]:
         """What a slow first view of the profile is doing now (stage None: nothing)."""
         self.record(pid)
-        return view_progress.read(self.meta, pid, self.compute.seconds + VIEW_WAIT_MARGIN_SECONDS)
+        return self.views.progress(pid)
 
     # --- removal ------------------------------------------------------------------------
     def delete(self, pid: str, token: str | None) -> None:
@@ -353,3 +351,34 @@ class Share:
         """Remove every expired profile; safe to run from cron while the service runs."""
         now = self.clock()
         return sum(self.purge(pid, now) for pid in self.meta.expired(now))
+
+    # --- consistency --------------------------------------------------------------------
+    def fsck(self, repair: bool = False) -> Fsck:
+        """Records without blobs and blobs without records; with repair, remove them. Safe
+        while the service runs: each is checked again under its lease, which an upload holds
+        from blob to record. A blob still in the expiry index awaits prune: no orphan."""
+        records, stored = set(self.meta.ids()), set(self.blobs.keys())
+        found = Fsck()
+        for pid in sorted(records - stored):
+            with self._exclusive(pid):
+                if self.meta.load(pid) is not None and not self.blobs.exists(pid):
+                    found.records_without_blobs.append(pid)
+                    if repair:
+                        self.meta.delete(pid)
+        for key in sorted(stored - records):
+            if len(key) != ID_LENGTH:
+                continue  # not a profile of ours
+            with self._exclusive(key):
+                if self.meta.load(key) is None and self.meta.expiry_of(key) is None:
+                    found.blobs_without_records.append(key)
+                    if repair:
+                        self.blobs.delete(key)
+        return found
+
+
+@dataclass
+class Fsck:
+    """What fsck found (and, with repair, removed)."""
+
+    records_without_blobs: list[str] = field(default_factory=list)
+    blobs_without_records: list[str] = field(default_factory=list)

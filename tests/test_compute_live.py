@@ -90,7 +90,7 @@ def upload(server: dict[str, Any], data: bytes) -> str:
 
 
 def web_workers(master: int) -> list[int]:
-    """gunicorn's workers: the master's children (compute processes are theirs)."""
+    """gunicorn's workers: the master's children but the instance's compute processes."""
     found = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -98,7 +98,8 @@ def web_workers(master: int) -> list[int]:
                 stat = Path(f"/proc/{entry}/stat").read_text()
             except OSError:
                 continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == master:
+            compute = b"share.compute" in Path(f"/proc/{entry}/cmdline").read_bytes()
+            if int(stat.rsplit(")", 1)[1].split()[1]) == master and not compute:
                 found.append(int(entry))
     return found
 

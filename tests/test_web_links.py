@@ -15,7 +15,7 @@ from PIL import Image
 from share.analysis import preview
 from share.pprof._proto import profile_pb2
 
-from conftest import CORPUS
+from conftest import CORPUS, make_app
 
 HOSTILE = '"><script>alert(1)</script><img src=x onerror=alert(2)>'
 LABELS = CORPUS / "go-runtime/cpu-labels.pb.gz"
@@ -291,7 +291,9 @@ def test_favicon(client) -> None:  # type: ignore[no-untyped-def]
     assert Image.open(io.BytesIO(reply.data)).format == "ICO"
 
 
-def test_the_cli_script_knows_its_server(client) -> None:  # type: ignore[no-untyped-def]
+def test_the_cli_script_knows_its_server(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    client = make_app({"BLOBS": f"file:{tmp_path}/b", "META": f"sqlite:{tmp_path}/m",
+                       "ALLOWED_HOSTS": "pprof.example.com"}).test_client()  # fmt: skip
     reply = client.get("/pprof-share", base_url="http://pprof.example.com:8123")
     text = reply.data.decode()
     assert reply.status_code == 200 and text.startswith("#!/usr/bin/env python3\n")

@@ -1,11 +1,12 @@
-"""share.cli: the command line, `pprof-share serve | top | upload | delete | prune`.
+"""share.cli: the command line, `pprof-share serve | top | upload | delete | prune | fsck`.
 
 This module parses the arguments and dispatches; serve (gunicorn on the web app), client (the
 standard-library HTTP client of upload and delete), script (the upload and delete commands,
-also served as a single-file script by the web app) and top (the -top table, computed
-locally) are a module each. Heavy imports (Flask, boto3, gunicorn, numpy) happen inside the
-commands that need them, so `pprof-share upload` loads neither Flask nor numpy and starts fast.
-It may import share.web (serve runs the app), share.core and below; nothing imports it.
+also served as a single-file script by the web app), top (the -top table, computed locally)
+and maintain (prune and fsck, on the configured stores) are a module each. Heavy imports
+(Flask, boto3, gunicorn, numpy) happen inside the commands that need them, so `pprof-share
+upload` loads neither Flask nor numpy and starts fast. It may import share.web (serve runs the
+app), share.core and below; nothing imports it.
 """
 
 from __future__ import annotations
@@ -27,16 +28,16 @@ def serve_command(args: argparse.Namespace) -> int:
 
 def prune(args: argparse.Namespace) -> int:
     """Remove expired profiles from the configured stores (for cron)."""
-    from ..config import ConfigError, load
-    from ..core import open_share
+    from .maintain import prune as prune_command
 
-    try:
-        removed = open_share(load(os.environ)).prune()
-    except ConfigError as exc:
-        print(f"pprof-share: {exc}", file=sys.stderr)
-        return 2
-    print(f"removed {removed} expired profile{'' if removed == 1 else 's'}")
-    return 0
+    return prune_command()
+
+
+def fsck(args: argparse.Namespace) -> int:
+    """List (with --repair, remove) records without blobs and blobs without records."""
+    from .maintain import fsck as fsck_command
+
+    return fsck_command(repair=args.repair)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -47,10 +48,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
     p.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
     p.add_argument("--workers", type=int, default=int(os.environ.get("WEB_CONCURRENCY", "2")))
-    # Requests waiting on the compute tier hold a thread while they wait: enough of them that
-    # a stampede of first views leaves threads for everyone else.
-    p.add_argument("--threads", type=int, default=32)
-    p.add_argument("--access-log", action="store_true", help="log every request to stdout")
     p.set_defaults(func=serve_command)
 
     from . import script  # standard library only, as the script the server hands out
@@ -59,6 +56,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = commands.add_parser("prune", help="remove expired profiles (reads SHARE_* settings)")
     p.set_defaults(func=prune)
+
+    p = commands.add_parser(
+        "fsck", help="find records without blobs and blobs without records (safe while serving)"
+    )
+    p.add_argument("--repair", action="store_true", help="remove what was found")
+    p.set_defaults(func=fsck)
 
     from . import top  # light: numpy and protobuf load only when `top` runs
 

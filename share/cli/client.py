@@ -21,6 +21,7 @@ from typing import Any, BinaryIO, TextIO
 from urllib.parse import parse_qs, urlsplit
 
 SERVER_ENV = "PPROF_SHARE_SERVER"
+UPLOAD_TOKEN_ENV = "PPROF_SHARE_UPLOAD_TOKEN"  # a server's SHARE_UPLOAD_TOKEN, sent as Bearer
 DEFAULT_SERVER = "http://127.0.0.1:8000"  # where `make run` serves
 USER_AGENT = "pprof-share-cli"
 CHUNK_BYTES = 64 * 1024
@@ -160,6 +161,8 @@ def upload(
             conn.putheader("Content-Length", str(total))
             conn.putheader("Accept", "application/json")
             conn.putheader("User-Agent", USER_AGENT)
+            if os.environ.get(UPLOAD_TOKEN_ENV):
+                conn.putheader("Authorization", f"Bearer {os.environ[UPLOAD_TOKEN_ENV]}")
             conn.endheaders()
         except OSError as exc:
             raise ClientError(f"cannot reach {server}: {_reason(exc)}") from None

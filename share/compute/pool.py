@@ -78,7 +78,7 @@ class Supervisor:
 
     def __init__(self, settings: dict[str, Any]) -> None:
         self.size = pool_size(settings)
-        self.directory = tempfile.mkdtemp(prefix="pprof-share-compute-")
+        self._directory: str | None = None  # made by start(): an app that never computes
         self._env = dict(
             os.environ,
             PPROF_SHARE_COMPUTE=json.dumps({k: settings[k] for k in _PROCESS_SETTINGS}),
@@ -92,8 +92,17 @@ class Supervisor:
         self._watcher: threading.Thread | None = None
         self._owner = os.getpid()  # forked workers inherit this object: only the owner stops
 
+    @property
+    def directory(self) -> str:
+        """Where the processes' sockets are (made on first use)."""
+        with self._lock:
+            if self._directory is None:
+                self._directory = tempfile.mkdtemp(prefix="pprof-share-compute-")
+            return self._directory
+
     def start(self) -> None:
         """Start every process and the thread that replaces those that end."""
+        self.directory  # noqa: B018 - made before the lock is taken: _spawn needs it
         with self._lock:
             if self._watcher is not None:
                 return
@@ -104,7 +113,7 @@ class Supervisor:
 
     def _spawn(self, i: int) -> None:
         self.procs[i] = subprocess.Popen(
-            [sys.executable, "-m", "share.compute.worker", socket_path(self.directory, i)],
+            [sys.executable, "-m", "share.compute.worker", socket_path(str(self._directory), i)],
             stdin=subprocess.PIPE, env=self._env,
         )  # fmt: skip
         self.started[i] += 1
@@ -145,7 +154,8 @@ class Supervisor:
                     if proc.stdin is not None:
                         proc.stdin.close()
             self.procs = [None] * self.size
-        shutil.rmtree(self.directory, ignore_errors=True)
+            if self._directory is not None:
+                shutil.rmtree(self._directory, ignore_errors=True)
 
 
 class ComputePool:
@@ -158,9 +168,17 @@ class ComputePool:
         self.size = pool_size(settings)
         directory = directory or os.environ.get(DIRECTORY_ENV)
         self.supervisor = None if directory else Supervisor(settings)
-        self.directory = directory or self.supervisor.directory  # type: ignore[union-attr]
+        self._directory = directory
         self._turn = itertools.count()
         self.warm: list[frozenset[str]] = [frozenset()] * self.size  # as last reported
+
+    @property
+    def directory(self) -> str:
+        """The instance's socket directory, or the private Supervisor's."""
+        if self._directory is not None:
+            return self._directory
+        assert self.supervisor is not None
+        return self.supervisor.directory
 
     def close(self) -> None:
         """Stop a private Supervisor's processes (the instance's are the master's to stop)."""

@@ -7,9 +7,11 @@ single-machine default (one file, no server), and redis.RedisMetaStore for produ
 
 from __future__ import annotations
 
-import json
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+import orjson
 
 VIEW_CACHE_BYTES = 256 << 20  # the default cap of cached views (SHARE_VIEW_CACHE_BYTES)
 
@@ -34,11 +36,11 @@ class Record:
     metadata: dict[str, Any] = field(default_factory=dict)  # period, mappings, comments, ...
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), separators=(",", ":"))
+        return orjson.dumps(self).decode()  # orjson encodes dataclasses, 10x asdict + json
 
     @classmethod
     def from_json(cls, text: str | bytes) -> Record:
-        return cls(**json.loads(text))
+        return cls(**orjson.loads(text))
 
 
 class MetaStore(Protocol):
@@ -87,15 +89,20 @@ class MetaStore(Protocol):
     def unlock(self, profile_id: str, token: str) -> None:
         """Give the lease back, if it is still ours."""
 
+    def ids(self) -> Iterator[str]:
+        """Every id that has a record (for fsck), in no particular order."""
 
-def from_url(url: str, view_cache_bytes: int = VIEW_CACHE_BYTES) -> MetaStore:
-    """sqlite:PATH or redis://… / rediss://… -> a MetaStore."""
+
+def from_url(url: str, timeout: float = 5.0, view_cache_bytes: int = VIEW_CACHE_BYTES) -> MetaStore:
+    """sqlite:PATH or redis://… / rediss://… -> a MetaStore whose calls give up after timeout."""
     if url.startswith("sqlite:"):
         from .sqlite import SqliteMetaStore
 
-        return SqliteMetaStore(url.removeprefix("sqlite:"), view_cache_bytes)
+        return SqliteMetaStore(
+            url.removeprefix("sqlite:"), timeout=timeout, view_cache_bytes=view_cache_bytes
+        )
     if url.startswith(("redis://", "rediss://", "unix://")):
         from .redis import RedisMetaStore
 
-        return RedisMetaStore(url, view_cache_bytes=view_cache_bytes)
+        return RedisMetaStore(url, timeout=timeout, view_cache_bytes=view_cache_bytes)
     raise ValueError(f"unknown metadata store {url!r}")

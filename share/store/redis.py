@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 
 from .meta import VIEW_CACHE_BYTES, Record
 
@@ -105,7 +106,9 @@ class RedisMetaStore:
     """
 
     _RENEW = """
-    if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+    if redis.call('GET', KEYS[1]) == ARGV[1] then
+        return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+    end
     return 0
     """
 
@@ -115,14 +118,29 @@ class RedisMetaStore:
     """
 
     def __init__(
-        self, url: str, prefix: str = "pprof-share", view_cache_bytes: int = VIEW_CACHE_BYTES
+        self,
+        url: str,
+        prefix: str = "pprof-share",
+        timeout: float = 5.0,
+        view_cache_bytes: int = VIEW_CACHE_BYTES,
     ) -> None:
         import redis
+        from redis.backoff import NoBackoff
+        from redis.retry import Retry
 
         self.url = url
         self.prefix = prefix
         self.view_cache_bytes = view_cache_bytes
-        self.client = redis.Redis.from_url(url, socket_connect_timeout=5)
+        self.failures: tuple[type[Exception], ...] = (redis.RedisError,)
+        # Every call gives up after `timeout`. A dropped connection (Redis restarted) is
+        # retried once at once on a fresh one; a timeout is not retried, so a frozen Redis
+        # costs one timeout, not several.
+        self.client = redis.Redis.from_url(
+            url,
+            socket_timeout=timeout,
+            socket_connect_timeout=timeout,
+            retry=Retry(NoBackoff(), 1, supported_errors=(redis.ConnectionError,)),
+        )
         self._create = self.client.register_script(self._CREATE)
         self._extend = self.client.register_script(self._EXTEND)
         self._delete = self.client.register_script(self._DELETE)
@@ -213,8 +231,13 @@ class RedisMetaStore:
         return bool(self.client.set(lease, token, nx=True, px=int(seconds * 1000)))
 
     def renew_lock(self, profile_id: str, token: str, seconds: float) -> bool:
-        lease = self.key("lock", profile_id)
-        return bool(self._renew(keys=[lease], args=[token, int(seconds * 1000)]))
+        lease = [self.key("lock", profile_id)]
+        return bool(self._renew(keys=lease, args=[token, int(seconds * 1000)]))
+
+    def ids(self) -> Iterator[str]:
+        start = len(self.key("profile", ""))
+        for key in self.client.scan_iter(match=self.key("profile", "*"), count=1000):
+            yield key.decode()[start:]
 
     def unlock(self, profile_id: str, token: str) -> None:
         self._unlock(keys=[self.key("lock", profile_id)], args=[token])

@@ -14,6 +14,7 @@ from ..analysis import kind
 from ..core import Share, Upload
 from ..errors import ShareError
 from ..store.meta import Record
+from . import limits
 from .errors import wants_html, wants_json
 
 TOKEN_COOKIE = "share_token_{}"
@@ -30,8 +31,19 @@ def share() -> Share:
 
 
 def base_url() -> str:
-    """Where links point: SHARE_PUBLIC_URL when set (behind a proxy), else this request's host."""
-    return current_app.config["SHARE"]["PUBLIC_URL"] or request.host_url.rstrip("/")
+    """Where links point: SHARE_PUBLIC_URL when set (behind a proxy), else this request's
+    host when SHARE_ALLOWED_HOSTS allows it (loopback names when unset): a forged Host must
+    not make us hand out links to someone else's site."""
+    public = current_app.config["SHARE"]["PUBLIC_URL"]
+    if public:
+        return public
+    if not limits.link_host_allowed(request.host):
+        raise ShareError(
+            f"links for host {request.host!r} are not handed out here: the operator sets "
+            "SHARE_PUBLIC_URL, or lists the host in SHARE_ALLOWED_HOSTS",
+            400,
+        )
+    return request.host_url.rstrip("/")
 
 
 def rfc3339(epoch: float | None) -> str | None:
@@ -128,8 +140,17 @@ def _reply(upload: Upload, title: str = "", spec: pprof.StripSpec | None = None)
     return response
 
 
+def _admit_upload() -> None:
+    """Before reading the body: the upload token, the Host links are built for, and the
+    bytes-per-hour limit when Content-Length tells the size."""
+    limits.require_upload_token()
+    base_url()
+    limits.charge_upload_bytes(request.content_length or 0)
+
+
 def upload_post() -> Response:
     """curl -F file=@p.pb.gz, curl --data-binary @p.pb.gz, a browser form or drop."""
+    _admit_upload()
     if request.mimetype == "multipart/form-data":
         files = [f for f in request.files.getlist("file") if f.filename or f.content_length]
         if not files:
@@ -141,6 +162,7 @@ def upload_post() -> Response:
     else:
         data = request.get_data(cache=False)
         title = request.headers.get("X-Title", "") or request.args.get("title", "")
+    limits.charge_upload_bytes(len(data))  # a chunked body, counted once read
     spec = _strip_choice()
     upload = share().upload(data, title=title, expires=_expiry_choice(), strip=spec)
     return _reply(upload, title, spec)
@@ -148,7 +170,9 @@ def upload_post() -> Response:
 
 def upload_put(filename: str) -> Response:
     """curl -T p.pb.gz HOST/ sends PUT /p.pb.gz."""
+    _admit_upload()
     data = request.get_data(cache=False)
+    limits.charge_upload_bytes(len(data))
     title = request.headers.get("X-Title", "") or request.args.get("title", "") or filename
     spec = _strip_choice()
     return _reply(
@@ -158,7 +182,7 @@ def upload_put(filename: str) -> Response:
 
 def raw(pid: str) -> Response:
     """The profile as stored (gzip): what `go tool pprof <link>/raw` reads."""
-    record = share().record(pid)
+    record = share().available(pid)
     etag = record.sha256[:32]
     if request.if_none_match.contains(etag):
         response = Response(status=304)
@@ -195,7 +219,7 @@ def record(pid: str) -> Response:
     /api/v1/profiles/ID/summary for them)."""
     from .reports import summary_of  # reports imports this module
 
-    body = record_json(share().record(pid))
+    body = record_json(share().available(pid))
     summary = summary_of(pid, wait=False)
     body["header"] = summary["header"] if summary else None
     return jsonify(body)

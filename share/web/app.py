@@ -15,7 +15,7 @@ from flask import Flask, Response
 
 from .. import config
 from ..core import open_share
-from . import errors, routes
+from . import errors, limits, ops, routes
 from .csp import CONTENT_SECURITY_POLICY
 
 _HERE = Path(__file__).resolve().parent
@@ -29,8 +29,12 @@ def asset_dir(name: str) -> str:
     return str(_HERE.parent.parent / name)
 
 
-def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
-    """The application: defaults, then SHARE_* environment, then test_config overrides."""
+def create_app(test_config: Mapping[str, Any] | None = None, *, check_stores: bool = True) -> Flask:
+    """The application: defaults, then SHARE_* environment, then test_config overrides.
+
+    check_stores=False: a gunicorn worker, whose master checked them once at start. A worker
+    that boots (or is replaced) while a store is down must come up and answer 503s: failing
+    to boot, it would make gunicorn stop the whole service."""
     app = Flask("share", template_folder=asset_dir("templates"), static_folder=asset_dir("static"))
     overrides = dict(test_config or {})
     clock = overrides.pop("CLOCK", None)
@@ -39,12 +43,14 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
     app.config["SHARE"] = settings
     # Flask refuses bodies over this before we read them; a little slack for multipart framing.
     app.config["MAX_CONTENT_LENGTH"] = settings["MAX_UPLOAD_BYTES"] + 64 * 1024
-    share = open_share(settings, compute=compute)
+    share = open_share(settings, compute=compute, check=check_stores)
     if clock is not None:
         share.clock = clock
     app.extensions["share"] = share
 
     errors.init_app(app)
+    ops.init_app(app)
+    limits.init_app(app)
     routes.register(app)
 
     @app.after_request

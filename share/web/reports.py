@@ -20,7 +20,7 @@ from .api import share
 
 
 def _options(pid: str, name: str, args: Mapping[str, str]) -> dict[str, Any]:
-    record = share().record(pid)
+    record = share().available(pid)  # 410 when the blob was lost, as the page
     types = [(t, u) for t, u in record.sample_types]
     try:
         return options.parse(name, args, types, record.default_sample_type)

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from flask import Flask
 
-from . import api, cli_script, embed, favicon, negotiate, pages, preview, reports
+from . import api, cli_script, embed, favicon, limits, negotiate, ops, pages, preview, reports
 
 GET, POST, PUT, DELETE = ["GET"], ["POST"], ["PUT"], ["DELETE"]
 
@@ -37,11 +37,19 @@ ROUTES: list[tuple[str, list[str], Callable[..., object]]] = [
     ("/api/v1/profiles/<pid:pid>/flamegraph", GET, reports.flamegraph),
     ("/api/v1/profiles/<pid:pid>/top", GET, reports.top),
     ("/api/v1/profiles/<pid:pid>/summary", GET, reports.summary),
+    # operations: alive, both stores answering, Prometheus metrics
+    ("/healthz", GET, ops.healthz),
+    ("/readyz", GET, ops.readyz),
+    ("/metrics", GET, ops.metrics_page),
 ]
+
+# Views under a per-address rate limit (web.limits), by the limit's scope.
+LIMITED = {api.upload_post: "uploads", api.upload_put: "uploads", api.delete: "deletes"}
 
 
 def register(app: Flask) -> None:
     """Add every route of ROUTES to app."""
     app.url_map.converters["pid"] = api.ProfileIdConverter
     for rule, methods, view in ROUTES:
-        app.add_url_rule(rule, view.__name__, view, methods=methods)
+        limited = limits.limit(app, LIMITED[view], view) if view in LIMITED else view
+        app.add_url_rule(rule, view.__name__, limited, methods=methods)

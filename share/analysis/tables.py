@@ -66,6 +66,7 @@ class Tables:
     _stacks: Stacks | None = field(default=None, repr=False)
     _graphs: dict[int | None, Graph] = field(default_factory=dict, repr=False)
     _merge_groups: np.ndarray | None = field(default=None, repr=False)
+    cache: dict[Any, Any] = field(default_factory=dict, repr=False)  # later stages' results
 
     @property
     def n_samples(self) -> int:

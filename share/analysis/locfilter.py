@@ -162,17 +162,19 @@ class Work:
     def frames(
         self, line_node: np.ndarray, bare_node: np.ndarray, stacks: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(frame_node, frame_inline, frame_off) of the given stacks, root first.
+        """(frame_node, frame_inline, frame_off) of the given stacks (ascending ids), root first,
+        in reverse order: frame stack i is stacks[len(stacks) - 1 - i].
 
         A location gives one frame per kept line, outermost first (the others are inlined
-        into it), or, without lines, one frame of its own (bare_node).
+        into it), or, without lines, one frame of its own (bare_node). Reversing the kept
+        entries of all stacks at once turns each stack root first (and reverses their order).
         """
         n_lines = np.diff(self.line_off)
         kept = np.flatnonzero(self.lkeep)
         count = np.bincount(self.line_loc[kept], minlength=self.n_loc)
         per_loc = np.where(n_lines == 0, 1, count)
         lf_off = pc.offsets(per_loc)
-        lf_node = np.empty(int(lf_off[-1]), dtype=_I64)
+        lf_node = np.empty(int(lf_off[-1]), dtype=np.int32)
         lf_inline = np.ones(len(lf_node), dtype=bool)
         lf_inline[lf_off[:-1][per_loc > 0]] = False
         kloc = self.line_loc[kept]
@@ -180,19 +182,16 @@ class Work:
         lf_node[lf_off[kloc] + count[kloc] - 1 - rank] = line_node[kept]
         bare = np.flatnonzero(n_lines == 0)
         lf_node[lf_off[bare]] = bare_node[bare]
-        # Entries of the chosen stacks, each stack reversed (root first).
-        sel = np.zeros(len(self.stack_ok), dtype=bool)
-        sel[stacks] = True
-        entries = np.flatnonzero(self.entry_ok & sel[self.entry_owner])  # grouped by stack
-        per_stack = np.bincount(self.entry_owner[entries], minlength=len(self.stack_ok))[stacks]
-        eoff = pc.offsets(per_stack)
-        # Within each stack, the entries from its last (the root) to its first.
-        owner_idx = np.repeat(np.arange(len(stacks)), per_stack)
-        within = np.arange(len(entries)) - eoff[:-1][owner_idx]
-        entries = entries[eoff[:-1][owner_idx] + per_stack[owner_idx] - 1 - within]
+
+        chosen = np.zeros(len(self.stack_ok), dtype=bool)
+        chosen[stacks] = True
+        sel = self.entry_ok & chosen[self.entry_owner]
+        entries = np.flatnonzero(sel)[::-1]
+        per_stack = np.bincount(self.entry_owner[entries], minlength=len(chosen))[stacks][::-1]
         loc = self.stack_loc[entries]
         counts = per_loc[loc]
+        eoff = pc.offsets(per_stack)
+        if not len(counts) or counts.max() == 1:  # no inlined frame left: one frame per entry
+            return lf_node[lf_off[:-1][loc]], np.zeros(len(loc), dtype=bool), eoff
         src = pc.ranges(lf_off[:-1][loc], counts)
-        frames_per_entry = pc.offsets(counts)
-        frame_off = frames_per_entry[eoff]
-        return lf_node[src], lf_inline[src], frame_off
+        return lf_node[src], lf_inline[src], pc.offsets(counts)[eoff]

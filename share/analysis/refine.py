@@ -180,6 +180,25 @@ def _live_locations(t: Tables, alive: np.ndarray) -> np.ndarray:
     return found
 
 
+def _layout(
+    t: Tables, line_off: np.ndarray, line_first: np.ndarray, stack_off: np.ndarray, cached: bool
+) -> tuple[np.ndarray, ...]:
+    """(location and rank of each line, lines pruning kept, stack and position of each entry):
+    the same for every filter, so cached unless pseudo-frames changed the stacks."""
+    found = t.cache.get("layout") if cached else None
+    if found is None:
+        n_all, n_stacks = len(line_off) - 1, len(stack_off) - 1
+        line_loc = np.repeat(np.arange(n_all, dtype=_I64), np.diff(line_off))
+        line_rank = np.arange(len(line_loc), dtype=_I64) - line_off[:-1][line_loc]
+        lkeep = np.arange(len(line_loc)) >= line_first[line_loc]
+        owner = np.repeat(np.arange(n_stacks, dtype=_I64), np.diff(stack_off))
+        entry_pos = np.arange(len(owner), dtype=_I64) - stack_off[:-1][owner]
+        found = (line_loc, line_rank, lkeep, owner, entry_pos)
+        if cached:
+            t.cache["layout"] = found
+    return found
+
+
 def _refine(t: Tables, spec: Spec) -> Refined:
     printed = check(spec)
     lab = labels(t)
@@ -213,18 +232,15 @@ def _refine(t: Tables, spec: Spec) -> Refined:
         live = np.concatenate((live, pseudo_live))
     warnings += printed
 
-    n_all = len(mapping)
-    line_loc = np.repeat(np.arange(n_all, dtype=_I64), np.diff(line_off))
-    line_rank = np.arange(len(line_loc), dtype=_I64) - line_off[:-1][line_loc]
-    n_stacks = len(stack_off) - 1
-    per_stack = np.diff(stack_off)
-    owner = np.repeat(np.arange(n_stacks, dtype=_I64), per_stack)
+    layout = _layout(t, line_off, line_first, stack_off, cached=not pseudo)
+    line_loc, line_rank, lkeep, owner, entry_pos = layout
+    n_all, n_stacks = len(mapping), len(stack_off) - 1
     w = Work(
         line_loc=line_loc,
         line_func=line_func,
         line_rank=line_rank,
         line_off=line_off,
-        lkeep=np.arange(len(line_loc)) >= line_first[line_loc],
+        lkeep=lkeep.copy(),
         loc_mapping=mapping,
         live=live,
         hidden=np.zeros(n_all, dtype=bool),
@@ -234,7 +250,7 @@ def _refine(t: Tables, spec: Spec) -> Refined:
         stack_loc=stack_loc,
         stack_off=stack_off,
         entry_owner=owner,
-        entry_pos=np.arange(len(stack_loc), dtype=_I64) - stack_off[:-1][owner],
+        entry_pos=entry_pos,
         entry_ok=np.ones(len(stack_loc), dtype=bool),
         stack_ok=np.ones(n_stacks, dtype=bool),
         func_cache=t.cache.setdefault("func_match", {}) if not pseudo else {},
@@ -279,7 +295,7 @@ def _refine(t: Tables, spec: Spec) -> Refined:
     chosen = np.flatnonzero(used & w.stack_ok)
     frame_node, frame_inline, frame_off = w.frames(line_node, bare_node, chosen)
     new_id = np.full(n_stacks, -1, dtype=_I64)
-    new_id[chosen] = np.arange(len(chosen))
+    new_id[chosen] = np.arange(len(chosen))[::-1]  # frames() lists the stacks reversed
     sample_stack = np.where(keep, new_id[stack_of], -1)
     return Refined(
         _assemble(frame_node, frame_inline, frame_off, table.names, table.files, table.keys,

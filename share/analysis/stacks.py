@@ -109,16 +109,18 @@ def first_frames(
     key = frame_node.astype(np.uint16) if n_nodes <= 1 << 16 else frame_node
     order = np.argsort(key, kind="stable")
     owner_sorted = frame_owner[order]
-    node_sorted = key[order]
+    # The sorted node ids are runs of each node: no gather needed to know where runs start.
+    counts = np.bincount(frame_node, minlength=n_nodes) if len(frame_node) else np.zeros(0, _I64)
+    present = np.flatnonzero(counts)
     new_run = np.ones(len(order), dtype=bool)
-    new_run[1:] = (node_sorted[1:] != node_sorted[:-1]) | (owner_sorted[1:] != owner_sorted[:-1])
+    new_run[1:] = owner_sorted[1:] != owner_sorted[:-1]
+    node_starts = np.cumsum(counts)[present] - counts[present]
+    new_run[node_starts] = True
     first = order[new_run]  # first frames, grouped by node
-    first_nodes = node_sorted[new_run]
-    starts = np.flatnonzero(np.concatenate(([True], first_nodes[1:] != first_nodes[:-1])))
-    starts = starts[: len(first_nodes)]  # none when there are no frames
+    starts = np.cumsum(new_run)[node_starts] - 1 if len(first) else node_starts
     frame_first = np.zeros(len(frame_node), dtype=bool)
     frame_first[first] = True
-    return frame_owner[first], starts, first_nodes[starts].astype(_I64), frame_first
+    return frame_owner[first], starts, present.astype(_I64), frame_first
 
 
 def _build_stacks(t: Tables) -> Stacks:

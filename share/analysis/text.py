@@ -189,3 +189,37 @@ def top_text(
     )
     lines.append("")
     return "\n".join(lines)
+
+
+def report_lines(
+    header: Header,
+    total: int,
+    fmt: Callable[[int], str],
+    *,
+    filters: Sequence[str] = (),
+    flat_sum: int,
+    shown: int,
+    orig_count: int,
+    dropped_nodes: int = 0,
+    node_cutoff: int = 0,
+    dropped_edges: int = 0,
+    edge_cutoff: int = 0,
+    full: bool = False,
+) -> list[str]:
+    """report.reportLabels: the profile's labels, active filters and what was shown/dropped
+    (cut-offs are the values printed: total * fraction); full adds the DOT's reading hint."""
+    lines = profile_labels(header, total, fmt) + active_filters(filters)
+    pct = percentage(flat_sum, total).strip()
+    lines.append(f"Showing nodes accounting for {fmt(flat_sum)}, {pct} of {fmt(total)} total")
+    if total != 0:
+        if dropped_nodes > 0:
+            noun = "nodes" if dropped_nodes > 1 else "node"
+            lines.append(f"Dropped {dropped_nodes} {noun} (cum <= {fmt(node_cutoff)})")
+        if dropped_edges > 0:
+            noun = "edges" if dropped_edges > 1 else "edge"
+            lines.append(f"Dropped {dropped_edges} {noun} (freq <= {fmt(edge_cutoff)})")
+        if 0 < shown < orig_count:
+            lines.append(f"Showing top {shown} nodes out of {orig_count}")
+    if full:
+        lines.append("\nSee https://git.io/JfYMW for how to read the graph")
+    return lines

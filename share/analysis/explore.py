@@ -19,6 +19,7 @@ from . import text
 from .graph import Graph, graph
 from .labels import labels
 from .refine import RefineError, Spec, refined_graph
+from .refine import warnings as refine_warnings
 from .stacks import stacks
 from .tables import Tables, tables
 from .top import top
@@ -51,10 +52,9 @@ class Report:
 
     @property
     def warnings(self) -> list[str]:
-        """What pprof writes to stderr for this report, in its order."""
-        if self.refined_warnings is not None:
-            return self.refined_warnings
-        return list(labels(self.tables).unit_warnings) if self.tables.n_samples else []
+        """What pprof writes to stderr for this report's options, in its order (nothing
+        without options: see warnings())."""
+        return self.refined_warnings or []
 
 
 def report(parsed: ParsedProfile, options: dict[str, Any]) -> Report:
@@ -101,6 +101,20 @@ def top_text(parsed: ParsedProfile, options: dict[str, Any]) -> bytes:
     ).encode()
 
 
-def warnings_json(parsed: ParsedProfile, options: dict[str, Any]) -> list[str]:
-    """The lines pprof writes to stderr for these options (its warnings)."""
-    return report(parsed, options).warnings
+def warnings(parsed: ParsedProfile, options: dict[str, Any]) -> list[str]:
+    """The lines pprof writes to stderr for these options (its warnings).
+
+    Without any option pprof may still print one line: a numeric label key seen with two
+    units. Finding it means decoding every label, so only views that read labels anyway
+    (tags, and any with a filter) report it; options["labels"] asks for it.
+    """
+    t = tables(parsed)
+    spec = Spec.of(options)
+    if spec == DEFAULT_SPEC:
+        if options.get("labels") and t.n_samples:
+            return list(labels(t).unit_warnings)
+        return []
+    try:
+        return refine_warnings(t, spec)
+    except RefineError as exc:
+        raise ReportError(str(exc)) from None

@@ -199,7 +199,19 @@ def _layout(
     return found
 
 
-def _refine(t: Tables, spec: Spec) -> Refined:
+def warnings(t: Tables, spec: Spec) -> list[str]:
+    """What pprof prints on stderr for these options (granularity plays no part): from a
+    cached refinement when there is one, else from the filters alone (no frames built)."""
+    bare = replace(spec, granularity="functions", noinlines=False, relative_percentages=False)
+    for key, found in t.cache.get("refined", {}).items():
+        if replace(key, granularity="functions", noinlines=False) == bare:
+            return found.warnings
+    return _refine(t, bare, frames=False).warnings
+
+
+def _refine(t: Tables, spec: Spec, frames: bool = True) -> Refined:
+    """The pipeline; frames=False stops once samples are chosen (the stacks are then the
+    profile's own, whatever the spec: for the warnings only)."""
     printed = check(spec)
     lab = labels(t)
     loc = located(t)
@@ -276,7 +288,7 @@ def _refine(t: Tables, spec: Spec) -> Refined:
     if spec.prune_from:
         w.prune_from(compile_regex("prune_from", spec.prune_from))
 
-    if not spec.frames_change:
+    if not spec.frames_change or not frames:
         base = stacks(t)  # its stack i is located stack n - 1 - i
         sample_stack = np.where(keep, base.stack_of, -1)
         return Refined(base, sample_stack, removed, warnings)

@@ -25,6 +25,11 @@ def graph_of(parsed: ParsedProfile, index: int | None) -> Graph:
     return graph(tables(parsed), index)
 
 
+def encode(doc: dict[str, Any]) -> bytes:
+    """Compact JSON, UTF-8 (the encoding of every JSON view)."""
+    return orjson.dumps(doc)
+
+
 def _encode(doc: dict[str, Any]) -> bytes:
     """Compact JSON, UTF-8 (orjson: 10x the standard library's speed on these number lists)."""
     return orjson.dumps(doc)
@@ -38,13 +43,18 @@ def flamegraph_json(
 ) -> bytes:
     """The flame graph view, encoded."""
     doc = flame.flamegraph(graph_of(parsed, index), node_fraction, budget)
+    doc["warnings"] = []
     return _encode(doc)
 
 
 def top_json(parsed: ParsedProfile, index: int | None, node_count: int) -> bytes:
     """The top table view, encoded: every row unless node_count limits them."""
     g = graph_of(parsed, index)
-    t = top(g, node_count=node_count)
+    return _encode(top_doc(g, top(g, node_count=node_count)))
+
+
+def top_doc(g: Graph, t: Any) -> dict[str, Any]:
+    """The top table JSON of a graph's top.Top (README); sum_pct runs in the rows' order."""
     rows = t.rows
     # By column, as the flame graph's nodes: no dict per row to build, nor keys to repeat.
     columns = {
@@ -67,8 +77,9 @@ def top_json(parsed: ParsedProfile, index: int | None, node_count: int) -> bytes
         "nodes": t.orig_count,
         "rows": columns,
         "no_samples": not bool(g.weights.any()),
+        "warnings": [],
     }
-    return _encode(doc)
+    return doc
 
 
 def _pcts(values: np.ndarray, total: int) -> list[float]:
@@ -84,7 +95,7 @@ def top_text(parsed: ParsedProfile, index: int | None, node_count: int) -> bytes
     return text.top_text(t.header, t.total, t.rows, orig_count=t.orig_count).encode()
 
 
-VERSION = "v4"
+VERSION = "v5"
 
 # name -> (render(profiles, options) -> bytes, mimetype); profiles[0] is the profile shown.
 VIEWS: dict[str, tuple[Callable[[Sequence[ParsedProfile], Mapping[str, Any]], bytes], str]] = {
@@ -95,6 +106,19 @@ VIEWS: dict[str, tuple[Callable[[Sequence[ParsedProfile], Mapping[str, Any]], by
     "top": (lambda ps, o: top_json(ps[0], o["sample_index"], o["node_count"]), "application/json"),
     "toptext": (lambda ps, o: top_text(ps[0], o["sample_index"], o["node_count"]), "text/plain"),
 }
+
+
+def _register_pprof_views() -> None:
+    """The views with pprof's options (pprofviews.py); flame graph and top take them too."""
+    from . import pprofviews
+
+    VIEWS.update(pprofviews.VIEWS)
+    for name in ("flamegraph", "top", "toptext"):
+        plain = VIEWS[name][0]
+        VIEWS[name] = (pprofviews.with_options(name, plain), VIEWS[name][1])
+
+
+_register_pprof_views()
 
 
 def render(name: str, profiles: Sequence[ParsedProfile], options: Mapping[str, Any]) -> bytes:

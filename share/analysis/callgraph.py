@@ -207,7 +207,7 @@ def trimmed(
     e = edges(g, kept)
     nodes = sort_nodes(g, nodes, e, visual=visual, cum=cum)
     if node_count > 0:
-        e = e.take(_abs_go(e.weight) >= edge_cutoff)
+        e = e.take(~_light(e, nodes, edge_cutoff, len(g.stacks.names)))
         count = node_count
         if visual:
             tags = tag_counts(nodes[:node_count], node_cutoff) if tag_counts else None
@@ -221,12 +221,19 @@ def trimmed(
             nodes = nodes[:count]
             e = edges(g, _mask(len(g.stacks.names), nodes))
             nodes = sort_nodes(g, nodes, e, visual=visual, cum=cum)
-    light = _abs_go(e.weight) < edge_cutoff
+    light = _light(e, nodes, edge_cutoff, len(g.stacks.names))
     dropped_edges = int(light.sum())
     e = e.take(~light)
     if visual:
         e = remove_redundant(g, nodes, e)
     return Trimmed(nodes, e, orig_count, dropped, dropped_edges, node_cutoff)
+
+
+def _light(e: Edges, nodes: np.ndarray, cutoff: int, n: int) -> np.ndarray:
+    """TrimLowFrequencyEdges' victims: edges under the cutoff into a listed node (pprof walks
+    the listed nodes' in-edges only; an edge into a node it left out, one whose flat and cum
+    are 0, stays)."""
+    return (_abs_go(e.weight) < cutoff) & _mask(n, nodes)[e.dst]
 
 
 def _mask(n: int, nodes: np.ndarray) -> np.ndarray:

@@ -95,7 +95,9 @@ def dot_text(
                 nodelets.add(n)
                 out.append(text.rstrip("\n"))
         e = tr.edges
-        for k in edge_order(g, e).tolist():
+        listed = np.zeros(len(st.names), dtype=bool)
+        listed[nodes] = True
+        for k in edge_order(g, e, np.flatnonzero(listed[e.src])).tolist():  # listed nodes' out
             out.append(_edge(e, k, ids, st.names, total, fmt, int(e.src[k]) in nodelets))
     out.append("}")
     return "\n".join(out) + "\n"

@@ -72,16 +72,15 @@ def refine_options(args: Mapping[str, str], *, labels_only: bool = False) -> dic
         value = arg(args, name)
         if value:
             out[name] = value
-    if not labels_only:
-        g = arg(args, "granularity")
-        if g and g not in GRANULARITIES:
-            raise QueryError(f'invalid "granularity" value "{g}"')
-        if g and g != "functions":
-            out["granularity"] = g
-        for name in ("noinlines", "relative_percentages"):
-            value = arg(args, name)
-            if value and go_bool(name, value):
-                out[name] = True
+    g = arg(args, "granularity")
+    if g and g not in GRANULARITIES:  # refused even where it would change nothing, as pprof
+        raise QueryError(f'invalid "granularity" value "{g}"')
+    if g and g != "functions" and not labels_only:
+        out["granularity"] = g
+    for name in ("noinlines", "relative_percentages"):
+        value = arg(args, name)
+        if value and go_bool(name, value) and not labels_only:
+            out[name] = True
     try:
         check(Spec.of(out))
     except RefineError as exc:

@@ -1,9 +1,10 @@
-"""share.cli: the command line, `pprof-share serve | top | upload | delete | prune`.
+"""share.cli: the command line, `pprof-share serve | top | peek | tags | dot | upload | ...`.
 
 This module parses the arguments and dispatches; serve (gunicorn on the web app), client (the
-standard-library HTTP client of upload and delete) and top (the -top table, computed locally)
-are a module each. Heavy imports (Flask, boto3, gunicorn, numpy) happen inside the commands that
-need them, so `pprof-share upload` loads neither Flask nor numpy and starts fast. It may import
+standard-library HTTP client of upload and delete) and top (pprof's text reports: top, peek,
+tags, dot, computed locally) are a module each. Heavy imports (Flask, boto3, gunicorn, numpy)
+happen inside the commands that need them, so `pprof-share upload` loads neither Flask nor
+numpy and starts fast. It may import
 share.web (serve runs the app), share.core and below; nothing imports it.
 """
 
@@ -95,7 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = commands.add_parser("prune", help="remove expired profiles (reads SHARE_* settings)")
     p.set_defaults(func=prune)
 
-    from . import top  # light: numpy and protobuf load only when `top` runs
+    from . import top  # light: numpy and protobuf load only when a report command runs
 
     top.add_parser(commands)
 

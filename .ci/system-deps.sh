@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Installs the system packages pprof-share needs, with apt-get, only where they are missing.
-#   base: what `make run` needs (the venv module);
+#   base: what `make run` needs (the venv module, Graphviz's dot for the call graph SVG);
 #   test: also redis-server, Go (for `go tool pprof`) and Chromium (browser tests).
 set -euo pipefail
 want=()
 python3 -c 'import venv, ensurepip' 2>/dev/null || want+=(python3-venv)
+command -v dot >/dev/null || want+=(graphviz)
 if [ "${1:-base}" = test ]; then
   command -v redis-server >/dev/null || want+=(redis-server)
   command -v go >/dev/null || want+=(golang-go)

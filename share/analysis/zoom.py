@@ -49,7 +49,9 @@ def zoomed(g: Graph, path: list[str], node_fraction: float, budget: int) -> dict
     counts = off[1:][stacks_in] - start
     frames = st.frame_node[pc.ranges(start, counts)].astype(_I64)
     sub_off = pc.offsets(counts)
-    t = _tree(frames, sub_off, w[stacks_in], g.total, len(names), node_fraction, budget)
+    # The subtree's own root stands for the path's last frame: the budget is for what is under.
+    fresh = budget + 1 if budget > 0 else 0
+    t = _tree(frames, sub_off, w[stacks_in], g.total, len(names), node_fraction, fresh)
     order = _preorder(t.parent, t.node, t.value, t.depth, st.name_ranks()[0])[1:]  # no root
     sub_nodes = t.node[order]
     # The path's frames above the subtree: one node each (the subtree's top is the last).

@@ -43,25 +43,74 @@ class Edges:
 
 
 def edges(g: Graph, kept: np.ndarray | None = None) -> Edges:
-    """The edges of the graph over every node, or rebuilt over the kept nodes (bool per node)."""
+    """The edges of the graph over every node (cached on g), or rebuilt over the kept nodes
+    (bool per node)."""
+    if kept is None and "edges" in g.memo:
+        return g.memo["edges"]
     st = g.stacks
     node, owner = st.frame_node, st.frame_owner
     n_nodes = len(st.names)
-    if kept is None:
-        idx = np.arange(1, len(node))
-        prev = idx - 1
-        residual = np.zeros(len(idx), dtype=bool)
+    # Consecutive frames (of the kept nodes): one gather each, then slices.
+    pos = np.arange(len(node)) if kept is None else np.flatnonzero(kept[node])
+    node_k = node if kept is None else node[pos]
+    owner_k = owner if kept is None else owner[pos]
+    sel = (owner_k[1:] == owner_k[:-1]) & (node_k[1:] != node_k[:-1])
+    sel &= g.stack_live[owner_k[1:]]
+    at = np.flatnonzero(sel)
+    idx = pos[at + 1]
+    residual = np.zeros(len(idx), dtype=bool) if kept is None else pos[at] != idx - 1
+    child = node_k[at + 1].astype(_I64)
+    parent = node_k[at].astype(_I64)
+    first = _first_pairs(st.frame_group, idx, parent, n_nodes)
+    owner_e = owner_k[at + 1]
+    if not first.all():
+        owner_e = owner_e[first]
+        idx, child, parent, residual = idx[first], child[first], parent[first], residual[first]
+    weight = g.stack_weights[owner_e]
+    inline = st.frame_inline[idx]
+    if n_nodes * n_nodes <= BINCOUNT_PAIRS:
+        out = _by_code(parent * n_nodes + child, weight, residual, inline, n_nodes)
     else:
-        pos = np.flatnonzero(kept[node])
-        idx, prev = pos[1:], pos[:-1]
-        residual = prev != idx - 1
-    same = owner[prev] == owner[idx]
-    child, parent = node[idx].astype(_I64), node[prev].astype(_I64)
-    sel = same & g.stack_live[owner[idx]] & (child != parent)
-    idx, child, parent, residual = idx[sel], child[sel], parent[sel], residual[sel]
-    first = _first_pairs(st.frame_first, owner, idx, parent, child, n_nodes)
-    idx, child, parent, residual = idx[first], child[first], parent[first], residual[first]
-    if n_nodes <= 1 << 16:
+        out = _by_sort(parent, child, weight, residual, inline)
+    if kept is None:
+        g.memo["edges"] = out
+    return out
+
+
+BINCOUNT_PAIRS = 1 << 22  # node pairs up to which edges are summed by counting, not sorting
+
+
+def _by_code(
+    code: np.ndarray, weight: np.ndarray, residual: np.ndarray, inline: np.ndarray, n: int
+) -> Edges:
+    """Edges summed per (parent, child) code with np.bincount: exact int64 sums (wrapping as
+    Go's), counted in pieces of 21, 21 and 22 bits that float64 adds without rounding."""
+    size = n * n
+    bits = weight.view(np.uint64)
+    total = np.zeros(size, dtype=np.uint64)
+    for shift, width in ((0, 21), (21, 21), (42, 22)):
+        piece = ((bits >> np.uint64(shift)) & np.uint64((1 << width) - 1)).astype(np.float64)
+        sums = np.bincount(code, weights=piece, minlength=size).astype(np.uint64)
+        total += sums << np.uint64(shift)
+    seen = np.bincount(code, minlength=size)
+    codes = np.flatnonzero(seen)
+    plain = np.bincount(code[~inline], minlength=size)[codes]
+    resid = np.bincount(code[residual], minlength=size)[codes]
+    return Edges(
+        src=codes // n,
+        dst=codes % n,
+        weight=total[codes].view(_I64),
+        residual=resid > 0,
+        inline=plain == 0,
+    )
+
+
+def _by_sort(
+    parent: np.ndarray, child: np.ndarray, weight: np.ndarray, residual: np.ndarray,
+    inline: np.ndarray,
+) -> Edges:  # fmt: skip
+    """Edges summed per (parent, child) after sorting by them (large node tables)."""
+    if len(parent) and int(max(parent.max(), child.max())) < 1 << 16:
         by_child = np.argsort(child.astype(np.uint16), kind="stable")
         order = by_child[np.argsort(parent[by_child].astype(np.uint16), kind="stable")]
     else:
@@ -76,37 +125,35 @@ def edges(g: Graph, kept: np.ndarray | None = None) -> Edges:
     return Edges(
         src=ps[starts],
         dst=cs[starts],
-        weight=np.add.reduceat(g.stack_weights[owner[idx]][order], starts),
+        weight=np.add.reduceat(weight[order], starts),
         residual=np.logical_or.reduceat(residual[order], starts),
-        inline=np.logical_and.reduceat(st.frame_inline[idx][order], starts),
+        inline=np.logical_and.reduceat(inline[order], starts),
     )
 
 
 def _first_pairs(
-    frame_first: np.ndarray | None,
-    owner: np.ndarray,
-    idx: np.ndarray,
-    parent: np.ndarray,
-    child: np.ndarray,
-    n_nodes: int,
+    frame_group: np.ndarray | None, idx: np.ndarray, parent: np.ndarray, n_nodes: int
 ) -> np.ndarray:
-    """Which of these edge frames is the first of its (parent, child) pair in its stack.
+    """Which of these edge frames (idx, with their parents) is the first of its (parent,
+    child) pair in its stack (seenEdge).
 
-    A frame whose node occurs first in its stack surely is; only the frames of nodes that
-    recur in a stack (recursion) are sorted out, with every frame of those nodes."""
+    A pair can recur only where its child does: among the frames of a (stack, node) group
+    that recurs, the first frame per parent is the one that counts."""
     out = np.ones(len(idx), dtype=bool)
-    if frame_first is None or frame_first[idx].all():
+    if frame_group is None or not len(idx):
         return out
-    again = ~frame_first[idx]
-    recurring = np.zeros(n_nodes, dtype=bool)
-    recurring[child[again]] = True
-    cand = np.flatnonzero(recurring[child])
-    own = owner[idx[cand]].astype(_I64)
-    pair = parent[cand] * n_nodes + child[cand]
-    order = np.lexsort((pair, own))  # stable: frame order within equal (stack, pair)
-    ps, os_ = pair[order], own[order]
+    group = frame_group[idx]
+    again = group != idx
+    if not again.any():
+        return out
+    recurring = np.zeros(len(frame_group), dtype=bool)
+    recurring[group[again]] = True
+    cand = np.flatnonzero(recurring[group])  # every edge frame of a recurring group
+    key = group[cand].astype(_I64) * (n_nodes + 1) + parent[cand]
+    order = np.argsort(key, kind="stable")  # stable: frame order within a (group, parent)
+    ks = key[order]
     dup = np.zeros(len(order), dtype=bool)
-    dup[1:] = (ps[1:] == ps[:-1]) & (os_[1:] == os_[:-1])
+    dup[1:] = ks[1:] == ks[:-1]
     out[cand[order[dup]]] = False
     return out
 

@@ -115,7 +115,14 @@ class Work:
             nonempty = self.loc_any(self.lkeep)
             self.hidden |= ~nonempty
             flags[3] = bool((nonempty & live).any())
-        self.stack_ok &= (self.stacks_with(focused) > 0) & (self.stacks_with(ignored) == 0)
+        # focusedAndNotIgnored: some focused entry, no ignored one (an empty stack has neither).
+        length = np.diff(self.stack_off)
+        n_ignored = self.stacks_with(ignored) if ignore is not None else 0
+        if focus is not None:
+            self.stack_ok &= self.stacks_with(focused) > 0
+        else:  # every entry not ignored is focused
+            self.stack_ok &= length - n_ignored > 0
+        self.stack_ok &= n_ignored == 0
         if self.hidden.any():
             self.entry_ok &= ~self.hidden[self.stack_loc]
             self.stack_ok &= self.stacks_with(np.ones(self.n_loc, dtype=bool)) > 0

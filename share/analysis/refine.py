@@ -14,7 +14,7 @@ selection, at "functions" granularity) the profile's own Stacks are reused as th
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import numpy as np
@@ -111,6 +111,7 @@ class Refined:
     sample_stack: np.ndarray  # per profile sample: its stack in `stacks`, -1 when dropped
     removed_keys: frozenset[int]  # label keys (text codes) tagshow/taghide removed
     warnings: list[str]  # pprof's stderr lines, in its order
+    graphs: dict[Any, Graph] = field(default_factory=dict, repr=False)  # per sample type
 
 
 def refine(t: Tables, spec: Spec) -> Refined:
@@ -128,9 +129,18 @@ def refine(t: Tables, spec: Spec) -> Refined:
 
 
 def refined_graph(t: Tables, index: int | None, spec: Spec) -> tuple[Graph, Refined]:
-    """The Graph (graph.py) of one sample type over the refined profile, and the refinement."""
-    base = graph(t, index)
+    """The Graph (graph.py) of one sample type over the refined profile, and the refinement
+    (cached with it: the views of one query share its edges and tags)."""
     r = refine(t, spec)
+    key = (index, spec.relative_percentages)
+    found = r.graphs.get(key)
+    if found is None:
+        found = r.graphs[key] = _refined_graph(t, index, spec, r)
+    return found, r
+
+
+def _refined_graph(t: Tables, index: int | None, spec: Spec, r: Refined) -> Graph:
+    base = graph(t, index)
     kept = r.sample_stack >= 0
     w = np.where(kept, base.weights, 0)
     st = r.stacks
@@ -150,8 +160,7 @@ def refined_graph(t: Tables, index: int | None, spec: Spec) -> tuple[Graph, Refi
     total = base.total
     if spec.relative_percentages:
         total = _total(t, w, kept, r.removed_keys)
-    g = Graph(t, st, index, base.sample_type, w, ws, live, total, flat, cum)
-    return g, r
+    return Graph(t, st, index, base.sample_type, w, ws, live, total, flat, cum)
 
 
 def _total(t: Tables, w: np.ndarray, kept: np.ndarray, removed: frozenset[int]) -> int:
@@ -331,7 +340,7 @@ def _assemble(
     n = len(frame_off) - 1
     frame_node = frame_node.astype(np.int32)
     frame_owner = np.repeat(np.arange(n, dtype=np.int32), np.diff(frame_off))
-    first_owner, first_starts, first_nodes, frame_first = first_frames(
+    first_owner, first_starts, first_nodes, frame_first, frame_group = first_frames(
         frame_node, frame_owner, len(names)
     )
     return Stacks(
@@ -349,6 +358,7 @@ def _assemble(
         any_inline=bool(frame_inline.any()),
         frame_first=frame_first,
         infos=infos,
+        frame_group=frame_group,
     )
 
 

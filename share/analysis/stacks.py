@@ -46,6 +46,8 @@ class Stacks:
     # its stack (the frame that counts in cum, and whose call edge counts)
     infos: list[tuple[str, int, str, int, int, str]] | None = field(default=None, repr=False)
     # graph.NodeInfo per node: (name, address, file, start line, line, binary)
+    frame_group: np.ndarray | None = field(default=None, repr=False)  # per frame: the first
+    # frame of its node in its stack (itself when it is that first one)
     _name_ranks: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
 
     def name_ranks(self) -> tuple[np.ndarray, np.ndarray]:
@@ -100,8 +102,9 @@ def located(t: Tables) -> Located:
 
 def first_frames(
     frame_node: np.ndarray, frame_owner: np.ndarray, n_nodes: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(first_owner, first_starts, first_nodes, frame_first): each node's first frame per stack.
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(first_owner, first_starts, first_nodes, frame_first, frame_group): each node's first
+    frame per stack, and for every frame the first frame of its node in its stack.
 
     A radix sort by node id keeps each stack's frames in order: a node repeated in one stack
     (recursion) lands next to itself. Its first frame is the one that counts in cum.
@@ -120,7 +123,9 @@ def first_frames(
     starts = np.cumsum(new_run)[node_starts] - 1 if len(first) else node_starts
     frame_first = np.zeros(len(frame_node), dtype=bool)
     frame_first[first] = True
-    return frame_owner[first], starts, present.astype(_I64), frame_first
+    group = np.empty(len(frame_node), dtype=np.int32 if len(frame_node) < 1 << 31 else _I64)
+    group[order] = first[np.cumsum(new_run) - 1] if len(first) else first
+    return frame_owner[first], starts, present.astype(_I64), frame_first, group
 
 
 def _build_stacks(t: Tables) -> Stacks:
@@ -207,7 +212,7 @@ def _build_stacks(t: Tables) -> Stacks:
         per_sample = frames_before[entry_off[1:]] - frames_before[entry_off[:-1]]
     frame_off = pc.offsets(per_sample)
     frame_owner = np.repeat(np.arange(n, dtype=np.int32), per_sample)
-    first_owner, first_starts, first_nodes, frame_first = first_frames(
+    first_owner, first_starts, first_nodes, frame_first, frame_group = first_frames(
         frame_node, frame_owner, len(names)
     )
     return Stacks(
@@ -220,6 +225,7 @@ def _build_stacks(t: Tables) -> Stacks:
         first_nodes=first_nodes,
         frame_first=frame_first,
         infos=infos,
+        frame_group=frame_group,
         stack_of=(n - 1 - stack_of).astype(_I64),
         names=names,
         files=files,

@@ -48,8 +48,17 @@ def pseudo_frames(
     leafm = any(matched[:n_leaf])
     extra = np.stack(columns, axis=1)  # per sample: its pseudo-locations, leaf first
     rows = np.concatenate((stack_of[:, None], extra), axis=1)
-    uniq, rep, group = np.unique(rows, axis=0, return_index=True, return_inverse=True)
+    # Distinct rows by one int64 code per row (refactorized whenever it could overflow):
+    # np.unique over rows (axis=0) sorts structured records, many times slower.
+    code = np.zeros(len(rows), dtype=_I64)
+    for column in rows.T:
+        span = int(column.max()) + 1 if len(column) else 1
+        if int(code.max() if len(code) else 0) >= (1 << 62) // span:
+            code = np.unique(code, return_inverse=True)[1].reshape(-1).astype(_I64)
+        code = code * span + column
+    _, rep, group = np.unique(code, return_index=True, return_inverse=True)
     group = group.reshape(-1)
+    uniq = rows[rep]
     base = uniq[:, 0]
     base_len = np.diff(stack_off)[base]
     k = extra.shape[1]

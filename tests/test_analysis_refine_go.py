@@ -7,15 +7,19 @@ regexes pprof refuses) are rendered by our server's path (options.parse + views.
 pprof. Compared: the text, the warnings pprof prints on stderr, and where pprof refuses, its
 error line against our 400's message.
 
-Speed. One `go tool pprof` process per (profile, sample type) runs every report of that pair
-in its interactive mode (settings, `output=FILE`, then `top` / `peek RE` / `tags` / `dot`,
-with an unknown command between reports so stderr splits per report): pprof parses the
-profile once instead of ~150 times, which turns minutes of go into seconds. The processes run
-two at a time in the session's go pool while the tests compare. A few plain command-line runs
-check that the interactive mode prints the same as the flags, and pprof's exit status where it
-refuses. Small profiles get the whole cross product of options and views; the five profiles
-over 500 kB (each report costs pprof up to a second there) get a chosen subset: the baseline,
-one of each kind of filter, a granularity and a tag filter, on their default sample type.
+Speed (about 35 s on two idle cores, 80 s when they are busy). One `go tool pprof` process per
+(profile, sample type) runs every report of that pair in its interactive mode (settings,
+`output=FILE`, then `top` / `peek RE` / `tags` / `dot`, with an unknown command between reports
+so stderr splits per report): pprof parses the profile once instead of ~100 times. The
+processes run two at a time in the session's go pool while the tests compare. A few plain
+command-line runs check that the interactive mode prints what the flags print, and pprof's
+exit status where it refuses. The choice of cases:
+- each small profile's default sample type: every option set (46) in the views where it
+  means something (VIEWS_FOR: every view meets every kind of option, ~95 reports);
+- its other sample types, and the profiles whose content is another's (only the encoding
+  differs, TWINS): the top view of 31 option sets (TOP_ONLY);
+- the five profiles over 500 kB, where pprof takes up to 2 s a report: four (option set,
+  view) pairs on the default type (BIG_SET).
 
 Go's DOT and peek orders are not deterministic where two edges weigh the same with opposite
 signs (diff profiles: sort.Sort on a map's order); there the lines inside such a block are

@@ -61,7 +61,7 @@ def edges(g: Graph, kept: np.ndarray | None = None) -> Edges:
     residual = np.zeros(len(idx), dtype=bool) if kept is None else pos[at] != idx - 1
     child = node_k[at + 1].astype(_I64)
     parent = node_k[at].astype(_I64)
-    first = _first_pairs(st.frame_group, idx, parent, n_nodes)
+    first = _first_pairs(st.groups(), idx, parent, n_nodes)
     owner_e = owner_k[at + 1]
     if not first.all():
         owner_e = owner_e[first]

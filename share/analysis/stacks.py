@@ -50,6 +50,14 @@ class Stacks:
     # frame of its node in its stack (itself when it is that first one)
     _name_ranks: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
 
+    def groups(self) -> np.ndarray:
+        """frame_group, computed the first time it is asked for (only call edges need it)."""
+        if self.frame_group is None:
+            self.frame_group = first_frames(
+                self.frame_node, self.frame_owner, len(self.names), group=True
+            )[4]
+        return self.frame_group
+
     def name_ranks(self) -> tuple[np.ndarray, np.ndarray]:
         """(place, rank) per node by name, from one sort shared by the top table and the flame
         graph: place is distinct (equal names by node id), rank is equal for equal names."""
@@ -101,10 +109,10 @@ def located(t: Tables) -> Located:
 
 
 def first_frames(
-    frame_node: np.ndarray, frame_owner: np.ndarray, n_nodes: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    frame_node: np.ndarray, frame_owner: np.ndarray, n_nodes: int, *, group: bool = False
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
     """(first_owner, first_starts, first_nodes, frame_first, frame_group): each node's first
-    frame per stack, and for every frame the first frame of its node in its stack.
+    frame per stack, and (with group) for every frame the first frame of its node in its stack.
 
     A radix sort by node id keeps each stack's frames in order: a node repeated in one stack
     (recursion) lands next to itself. Its first frame is the one that counts in cum.
@@ -123,9 +131,13 @@ def first_frames(
     starts = np.cumsum(new_run)[node_starts] - 1 if len(first) else node_starts
     frame_first = np.zeros(len(frame_node), dtype=bool)
     frame_first[first] = True
-    group = np.empty(len(frame_node), dtype=np.int32 if len(frame_node) < 1 << 31 else _I64)
-    group[order] = first[np.cumsum(new_run) - 1] if len(first) else first
-    return frame_owner[first], starts, present.astype(_I64), frame_first, group
+    frame_group = None
+    if group:
+        frame_group = np.empty(
+            len(frame_node), dtype=np.int32 if len(frame_node) < 1 << 31 else _I64
+        )
+        frame_group[order] = first[np.cumsum(new_run) - 1] if len(first) else first
+    return frame_owner[first], starts, present.astype(_I64), frame_first, frame_group
 
 
 def _build_stacks(t: Tables) -> Stacks:

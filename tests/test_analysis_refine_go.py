@@ -14,7 +14,7 @@ so stderr splits per report): pprof parses the profile once instead of ~100 time
 processes run two at a time in the session's go pool while the tests compare. A few plain
 command-line runs check that the interactive mode prints what the flags print, and pprof's
 exit status where it refuses. The choice of cases:
-- each small profile's default sample type: every option set (46) in the views where it
+- each small profile's default sample type: every option set (47) in the views where it
   means something (VIEWS_FOR: every view meets every kind of option, ~95 reports);
 - its other sample types, and the profiles whose content is another's (only the encoding
   differs, TWINS): the top view of 31 option sets (TOP_ONLY);
@@ -130,6 +130,7 @@ def combos(p: dict[str, str]) -> dict[str, dict[str, str]]:
         "tagfocus-between": {"tagfocus": f"{num}=4kb:64mb"},
         "tagfocus-time": {"tagfocus": "2ms:1s"},
         "tagroot": {"tagroot": k},
+        "tagroot-numeric": {"tagroot": num, "tagleaf": k},
         "tagleaf": {"tagleaf": f"{p['key2']},{k}"},
         "tagroot+focus": {"tagroot": k, "focus": v},
         "taghide": {"taghide": k, "focus": p["mid"]},
@@ -164,7 +165,8 @@ VIEWS_FOR = {
     "tagignore": "top tags", "tagfocus-nokey": "top tags", "tagfocus-or": "top dot",
     "tagfocus-range": "top tags dot", "tagignore-range": "top tags",
     "tagignore-unitless": "top tags", "tagfocus-between": "top tags", "tagfocus-time": "top",
-    "tagroot": "top peek dot", "tagleaf": "top dot", "tagroot+focus": "top tags",
+    "tagroot": "top peek dot", "tagroot-numeric": "top dot", "tagleaf": "top dot",
+    "tagroot+focus": "top tags",
     "taghide": "top tags dot", "tagshow": "top tags", "relative": "top peek dot",
     "relative+tagfocus": "top tags", "cum": "top peek", "nodecount": "top dot",
     "nodefraction": "top dot", "lines+focus": "top peek", "tagroot+lines": "top dot",

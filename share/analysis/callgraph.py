@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from .graph import Graph
+from .stacks import Stacks
 from .top import name_order
 from .units import MIN64, abs64, go_int64, wrap64
 
@@ -48,32 +49,48 @@ def edges(g: Graph, kept: np.ndarray | None = None) -> Edges:
     if kept is None and "edges" in g.memo:
         return g.memo["edges"]
     st = g.stacks
-    node, owner = st.frame_node, st.frame_owner
+    owner, parent, child, residual, inline = _edge_frames(st, kept)
+    live = g.stack_live[owner]
+    if not live.all():  # a sample pprof skips (all its values 0) adds no edge
+        owner, parent, child, residual, inline = (
+            a[live] for a in (owner, parent, child, residual, inline)
+        )
+    weight = g.stack_weights[owner]
     n_nodes = len(st.names)
-    # Consecutive frames (of the kept nodes): one gather each, then slices.
-    pos = np.arange(len(node)) if kept is None else np.flatnonzero(kept[node])
-    node_k = node if kept is None else node[pos]
-    owner_k = owner if kept is None else owner[pos]
-    sel = (owner_k[1:] == owner_k[:-1]) & (node_k[1:] != node_k[:-1])
-    sel &= g.stack_live[owner_k[1:]]
-    at = np.flatnonzero(sel)
-    idx = pos[at + 1]
-    residual = np.zeros(len(idx), dtype=bool) if kept is None else pos[at] != idx - 1
-    child = node_k[at + 1].astype(_I64)
-    parent = node_k[at].astype(_I64)
-    first = _first_pairs(st.groups(), idx, parent, n_nodes)
-    owner_e = owner_k[at + 1]
-    if not first.all():
-        owner_e = owner_e[first]
-        idx, child, parent, residual = idx[first], child[first], parent[first], residual[first]
-    weight = g.stack_weights[owner_e]
-    inline = st.frame_inline[idx]
     if n_nodes * n_nodes <= BINCOUNT_PAIRS:
         out = _by_code(parent * n_nodes + child, weight, residual, inline, n_nodes)
     else:
         out = _by_sort(parent, child, weight, residual, inline)
     if kept is None:
         g.memo["edges"] = out
+    return out
+
+
+def _edge_frames(st: Stacks, kept: np.ndarray | None) -> tuple[np.ndarray, ...]:
+    """(stack, parent, child, residual, inline) of every frame that adds to an edge: each
+    (parent, child) pair's first frame in its stack, self edges left out. Over every node
+    it depends on the frames only, so it is kept with them for every sample type and filter
+    that selects samples."""
+    if kept is None and "edge_frames" in st.memo:
+        return st.memo["edge_frames"]
+    node, owner = st.frame_node, st.frame_owner
+    # Consecutive frames (of the kept nodes): one gather each, then slices.
+    pos = np.arange(len(node)) if kept is None else np.flatnonzero(kept[node])
+    node_k = node if kept is None else node[pos]
+    owner_k = owner if kept is None else owner[pos]
+    at = np.flatnonzero((owner_k[1:] == owner_k[:-1]) & (node_k[1:] != node_k[:-1]))
+    idx = pos[at + 1]
+    residual = np.zeros(len(idx), dtype=bool) if kept is None else pos[at] != idx - 1
+    child = node_k[at + 1].astype(_I64)
+    parent = node_k[at].astype(_I64)
+    first = _first_pairs(st.groups(), idx, parent, len(st.names))
+    owner_e = owner_k[at + 1]
+    if not first.all():
+        owner_e = owner_e[first]
+        idx, child, parent, residual = idx[first], child[first], parent[first], residual[first]
+    out = (owner_e, parent, child, residual, st.frame_inline[idx])
+    if kept is None:
+        st.memo["edge_frames"] = out
     return out
 
 

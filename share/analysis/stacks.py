@@ -48,6 +48,7 @@ class Stacks:
     # graph.NodeInfo per node: (name, address, file, start line, line, binary)
     frame_group: np.ndarray | None = field(default=None, repr=False)  # per frame: the first
     # frame of its node in its stack (itself when it is that first one)
+    memo: dict[str, Any] = field(default_factory=dict, repr=False)  # later stages' results
     _name_ranks: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
 
     def groups(self) -> np.ndarray:

@@ -281,6 +281,46 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     stop(proc)
 
 
+# --- go tool pprof ---------------------------------------------------------------------------
+class GoPool:
+    """`go tool pprof` runs, two at a time for the whole session (the machine has 2 cores)."""
+
+    def __init__(self, home: Path) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.env = {
+            **os.environ,
+            "HOME": str(home),
+            "GOCACHE": str(home / "cache"),
+            "GOFLAGS": "",
+            # No local binaries to symbolize with: the profile's own symbols only, as on a server.
+            "PPROF_BINARY_PATH": str(home / "no-binaries"),
+            "PPROF_TMPDIR": str(home / "pprof"),
+        }
+        self.pool = ThreadPoolExecutor(max_workers=2)
+
+    def run(self, args: list[str], stdin: bytes | None = None) -> Any:
+        """The CompletedProcess of `go tool pprof ARGS` (stdout, stderr as bytes)."""
+        return subprocess.run(
+            ["go", "tool", "pprof", *args], input=stdin, capture_output=True, env=self.env,
+            timeout=600,
+        )  # fmt: skip
+
+    def submit(self, args: list[str], stdin: bytes | None = None) -> Any:
+        """A Future of the CompletedProcess."""
+        return self.pool.submit(self.run, args, stdin)
+
+
+@pytest.fixture(scope="session")
+def go_pool(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GoPool]:
+    """The session's one pool of `go tool pprof` processes (skips when go is missing)."""
+    if shutil.which("go") is None:
+        unavailable("go is not installed (make test installs golang-go)")
+    pool = GoPool(tmp_path_factory.mktemp("go-home"))
+    yield pool
+    pool.pool.shutdown(cancel_futures=True)
+
+
 # --- a browser -------------------------------------------------------------------------------
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [

@@ -3,7 +3,7 @@
 Each case compares the whole text, byte for byte (Go's output decoded as UTF-8 with invalid
 bytes replaced, as our string table is): the rows, their order, flat and cum at the printed
 precision, sum%, inline marks, the total and every header line. Go runs two at a time in the
-background while the tests compare; its outputs live in a session temp dir.
+background (the session's shared go pool) while the tests compare.
 """
 
 from __future__ import annotations
@@ -12,9 +12,7 @@ import csv
 import gzip
 import importlib.util
 import os
-import shutil
 import subprocess
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -26,7 +24,7 @@ from share.analysis.stacks import stacks
 from share.analysis.tables import SampleTypeError, tables
 from share.analysis.top import top
 
-from conftest import CORPUS, unavailable
+from conftest import CORPUS
 
 pytestmark = pytest.mark.go
 
@@ -73,36 +71,18 @@ def _command(path: str, sample: str | None, count: int = 0, fraction: float = 0.
 
 
 @pytest.fixture(scope="session")
-def go_top(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
-    """go tool pprof -top output per command, all started up front, two at a time."""
-    go = shutil.which("go")
-    if go is None:
-        unavailable("go is not installed (make test installs golang-go)")
-    home = tmp_path_factory.mktemp("go-home")
-    env = {
-        **os.environ,
-        "HOME": str(home),
-        "GOCACHE": str(home / "cache"),
-        "GOFLAGS": "",
-        # No local binaries to symbolize with: the profile's own symbols only, as on a server.
-        "PPROF_BINARY_PATH": str(home / "no-binaries"),
-        "PPROF_TMPDIR": str(home / "pprof"),
-    }
+def go_top(go_pool):  # type: ignore[no-untyped-def]
+    """go tool pprof -top output per command, all started up front in the shared go pool."""
 
-    def run(cmd: list[str]) -> tuple[int, str]:
-        done = subprocess.run(cmd, capture_output=True, env=env, timeout=300)
+    def outcome(done: subprocess.CompletedProcess[bytes]) -> tuple[int, str]:
         out = done.stdout if done.returncode == 0 else done.stderr
         return done.returncode, out.decode("utf-8", "replace")
 
     commands = [_command(p, s) for p, s in CASES]
     commands += [_command(p, None, c, f) for p, c, f in TRIMMED]
     commands.append(_command("edge/minimal-empty-profile.pb", None))
-    pool = ThreadPoolExecutor(max_workers=2)
-    futures: dict[tuple[str, ...], Future[tuple[int, str]]] = {
-        tuple(cmd): pool.submit(run, cmd) for cmd in commands
-    }
-    yield lambda cmd: futures[tuple(cmd)].result()
-    pool.shutdown(cancel_futures=True)
+    futures = {tuple(cmd): go_pool.submit(cmd[3:]) for cmd in commands}
+    return lambda cmd: outcome(futures[tuple(cmd)].result())
 
 
 def _ours(path: str, sample: str | None, count: int = 0, fraction: float = 0.0) -> str:

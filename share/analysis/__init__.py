@@ -8,5 +8,10 @@ flame (the flame graph's call tree). units and text reproduce pprof's number for
 -top layout; names holds the demangling heuristic and Go regexp handling; views encodes each view
 as the bytes the web tier serves and the CLI prints.
 
+pprof's options (query.py parses them) go through refine (label pseudo-frames, the name and tag
+filters in applyFocus's order, granularity), which gives a Stacks like the profile's own, so
+top and flame read it unchanged; callgraph, dot, peek and tags build pprof's other reports on it
+(explore.py holds one report's state, pprofviews.py encodes them).
+
 It imports share.pprof (and share.errors) only: never the stores, the core or the web.
 """

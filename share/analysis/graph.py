@@ -8,7 +8,7 @@ counts once in its cum, and the total is report.computeTotal's (sum of |v|, or o
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -34,6 +34,7 @@ class Graph:
     total: int  # report.computeTotal
     flat: np.ndarray  # int64 per node
     cum: np.ndarray
+    memo: dict[Any, Any] = field(default_factory=dict, repr=False)  # later stages' results
 
     @property
     def present(self) -> np.ndarray:

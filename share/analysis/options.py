@@ -12,6 +12,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from . import query
 from .flame import FLAME_NODE_BUDGET
 from .tables import SampleTypeError, sample_index
 
@@ -51,11 +52,15 @@ def _fraction_arg(args: Mapping[str, str], name: str, default: float) -> float:
 def resolve_sample(
     args: Mapping[str, str], types: list[tuple[str, str]], default: str | None
 ) -> int | None:
-    """The sample type ?si= names (a name or an index), else the profile's default."""
+    """The sample type ?si= (or pprof's ?sample_index=) names, else the profile's default."""
     try:
-        return sample_index(types, default, args.get("si"))
+        return sample_index(types, default, args.get("si") or args.get("sample_index"))
     except SampleTypeError as exc:
         raise OptionError(str(exc)) from None
+
+
+# Views of pprof's options beyond the flame graph and top (query.py parses them all).
+PPROF_VIEWS = ("peek", "peektext", "tags", "tagstext", "dot", "svg", "warnings")
 
 
 def parse(
@@ -65,14 +70,26 @@ def parse(
     default_type: str | None,
 ) -> Options:
     """The canonical options of one view from a query; raises OptionError."""
-    options: Options = {"sample_index": resolve_sample(args, types, default_type)}
+    options: Options = {}
+    if view != "warnings":  # pprof's warnings do not depend on the sample type
+        options["sample_index"] = resolve_sample(args, types, default_type)
     if view == "flamegraph":
-        options["node_fraction"] = _fraction_arg(args, "nf", 0.0)
+        nf = "nf" if args.get("nf", "") != "" else "nodefraction"
+        options["node_fraction"] = _fraction_arg(args, nf, 0.0)
         # The node budget is the default limit; ?nf= alone replaces it, and both may be given.
-        default = FLAME_NODE_BUDGET if args.get("nf", "") == "" else 0
+        default = FLAME_NODE_BUDGET if args.get(nf, "") == "" else 0
         options["budget"] = _int_arg(args, "budget", default)
     elif view in ("top", "toptext"):
-        options["node_count"] = _int_arg(args, "n", 0)
+        options["node_count"] = _int_arg(args, "n" if args.get("n") else "nodecount", 0)
+    elif view == "peek":
+        budget = _int_arg(args, "budget", FLAME_NODE_BUDGET)
+        if budget != FLAME_NODE_BUDGET:
+            options["budget"] = budget
+    if view in ("flamegraph", "top", "toptext") or view in PPROF_VIEWS:
+        try:
+            options.update(query.view_options(view, args))
+        except query.QueryError as exc:
+            raise OptionError(str(exc)) from None
     return options
 
 

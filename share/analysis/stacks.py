@@ -42,7 +42,22 @@ class Stacks:
     files: list[str]
     keys: list[str]  # fmt.Sprint(NodeInfo), pprof's last tie-break when sorting
     any_inline: bool
+    frame_first: np.ndarray | None = field(default=None, repr=False)  # first of its node in
+    # its stack (the frame that counts in cum, and whose call edge counts)
+    infos: list[tuple[str, int, str, int, int, str]] | None = field(default=None, repr=False)
+    # graph.NodeInfo per node: (name, address, file, start line, line, binary)
+    frame_group: np.ndarray | None = field(default=None, repr=False)  # per frame: the first
+    # frame of its node in its stack (itself when it is that first one)
+    memo: dict[str, Any] = field(default_factory=dict, repr=False)  # later stages' results
     _name_ranks: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
+
+    def groups(self) -> np.ndarray:
+        """frame_group, computed the first time it is asked for (only call edges need it)."""
+        if self.frame_group is None:
+            self.frame_group = first_frames(
+                self.frame_node, self.frame_owner, len(self.names), group=True
+            )[4]
+        return self.frame_group
 
     def name_ranks(self) -> tuple[np.ndarray, np.ndarray]:
         """(place, rank) per node by name, from one sort shared by the top table and the flame
@@ -68,6 +83,64 @@ def stacks(t: Tables) -> Stacks:
     return t._stacks
 
 
+@dataclass
+class Located:
+    """The samples' stacks as locations, leaf first, after drop_frames pruning (equal stacks
+    stored once): what the filters of refine.py start from."""
+
+    stack_of: np.ndarray  # the stack of each profile sample
+    stack_loc: np.ndarray
+    stack_off: np.ndarray
+    line_first: np.ndarray  # first line of each location that pruning kept
+
+
+def located(t: Tables) -> Located:
+    """The pruned stacks of a profile as locations (cached on t)."""
+    found = t.cache.get("located")
+    if found is None:
+        stack_of, stack_loc, stack_off = unique_stacks(t.stack_loc, t.stack_off)
+        line_first = t.line_off[:-1].copy()  # first kept line of each location
+        drop, keep = _prune_patterns(t.drop_frames, t.keep_frames)
+        if drop is not None:
+            stack_loc, stack_off, line_first = _prune(
+                t, drop, keep, line_first, stack_loc, stack_off
+            )
+        found = t.cache["located"] = Located(stack_of, stack_loc, stack_off, line_first)
+    return found
+
+
+def first_frames(
+    frame_node: np.ndarray, frame_owner: np.ndarray, n_nodes: int, *, group: bool = False
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+    """(first_owner, first_starts, first_nodes, frame_first, frame_group): each node's first
+    frame per stack, and (with group) for every frame the first frame of its node in its stack.
+
+    A radix sort by node id keeps each stack's frames in order: a node repeated in one stack
+    (recursion) lands next to itself. Its first frame is the one that counts in cum.
+    """
+    key = frame_node.astype(np.uint16) if n_nodes <= 1 << 16 else frame_node
+    order = np.argsort(key, kind="stable")
+    owner_sorted = frame_owner[order]
+    # The sorted node ids are runs of each node: no gather needed to know where runs start.
+    counts = np.bincount(frame_node, minlength=n_nodes) if len(frame_node) else np.zeros(0, _I64)
+    present = np.flatnonzero(counts)
+    new_run = np.ones(len(order), dtype=bool)
+    new_run[1:] = owner_sorted[1:] != owner_sorted[:-1]
+    node_starts = np.cumsum(counts)[present] - counts[present]
+    new_run[node_starts] = True
+    first = order[new_run]  # first frames, grouped by node
+    starts = np.cumsum(new_run)[node_starts] - 1 if len(first) else node_starts
+    frame_first = np.zeros(len(frame_node), dtype=bool)
+    frame_first[first] = True
+    frame_group = None
+    if group:
+        frame_group = np.empty(
+            len(frame_node), dtype=np.int32 if len(frame_node) < 1 << 31 else _I64
+        )
+        frame_group[order] = first[np.cumsum(new_run) - 1] if len(first) else first
+    return frame_owner[first], starts, present.astype(_I64), frame_first, frame_group
+
+
 def _build_stacks(t: Tables) -> Stacks:
     n_loc = len(t.loc_mapping)
 
@@ -83,6 +156,7 @@ def _build_stacks(t: Tables) -> Stacks:
         if func_node[f] >= 0:
             files[func_node[f]] = t.func_names[2][f]
     keys: list[str] = [f"{{{name}  0  0 0 }}" for name in names]
+    infos = [(name, 0, "", 0, 0, "") for name in names]
 
     def node(objfile: str, start_line: int) -> int:
         key = ("", objfile, start_line)
@@ -92,6 +166,7 @@ def _build_stacks(t: Tables) -> Stacks:
             names.append("[" + go_base(objfile) + "]" if objfile else "<unknown>")
             files.append(objfile)
             keys.append(f"{{  0  {start_line} 0 {objfile}}}")
+            infos.append(("", 0, "", start_line, 0, objfile))
         return found
 
     map_file = t.map_file + [""]  # index -1: no mapping
@@ -101,14 +176,11 @@ def _build_stacks(t: Tables) -> Stacks:
         line_node[i] = node(map_file[t.loc_mapping[loc]], t.func_start[int(t.line_func[i])])
     map_node = np.array([node(f, 0) for f in map_file], dtype=_I64)
 
-    # Samples that share a stack (labelled profiles have many) are expanded once.
-    stack_of, stack_loc, stack_off = unique_stacks(t.stack_loc, t.stack_off)
-
-    # Pruning (drop_frames/keep_frames): cut lines off locations, then stacks.
-    line_first = t.line_off[:-1].copy()  # first kept line of each location
-    drop, keep = _prune_patterns(t.drop_frames, t.keep_frames)
-    if drop is not None:
-        stack_loc, stack_off, line_first = _prune(t, drop, keep, line_first, stack_loc, stack_off)
+    # Samples that share a stack (labelled profiles have many) are expanded once, pruned
+    # (drop_frames/keep_frames: lines cut off locations, then stacks).
+    pruned = located(t)
+    stack_of, stack_loc, stack_off = pruned.stack_of, pruned.stack_loc, pruned.stack_off
+    line_first = pruned.line_first
 
     # Frames of each location, caller first: its lines from the last to the first kept one.
     kept_count = t.line_off[1:] - line_first
@@ -153,26 +225,20 @@ def _build_stacks(t: Tables) -> Stacks:
         per_sample = frames_before[entry_off[1:]] - frames_before[entry_off[:-1]]
     frame_off = pc.offsets(per_sample)
     frame_owner = np.repeat(np.arange(n, dtype=np.int32), per_sample)
-    # A radix sort by node id keeps each stack's frames in order: a node repeated in one stack
-    # (recursion) lands next to itself. Its first frame is the one that counts in cum.
-    key = frame_node.astype(np.uint16) if len(names) <= 1 << 16 else frame_node
-    order = np.argsort(key, kind="stable")
-    owner_sorted = frame_owner[order]
-    node_sorted = key[order]
-    new_run = np.ones(len(order), dtype=bool)
-    new_run[1:] = (node_sorted[1:] != node_sorted[:-1]) | (owner_sorted[1:] != owner_sorted[:-1])
-    first = order[new_run]  # first frames, grouped by node
-    first_nodes = node_sorted[new_run]
-    starts = np.flatnonzero(np.concatenate(([True], first_nodes[1:] != first_nodes[:-1])))
-    starts = starts[: len(first_nodes)]  # none when there are no frames
+    first_owner, first_starts, first_nodes, frame_first, frame_group = first_frames(
+        frame_node, frame_owner, len(names)
+    )
     return Stacks(
         frame_node=frame_node,
         frame_inline=frame_inline,
         frame_off=frame_off,
         frame_owner=frame_owner,
-        first_owner=frame_owner[first],
-        first_starts=starts,
-        first_nodes=first_nodes[starts].astype(_I64),
+        first_owner=first_owner,
+        first_starts=first_starts,
+        first_nodes=first_nodes,
+        frame_first=frame_first,
+        infos=infos,
+        frame_group=frame_group,
         stack_of=(n - 1 - stack_of).astype(_I64),
         names=names,
         files=files,

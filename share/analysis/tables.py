@@ -18,7 +18,7 @@ import numpy as np
 from google.protobuf.message import DecodeError
 
 from ..pprof import columns as pc
-from ..pprof.schema import SHALLOW
+from ..pprof.schema import LABELS_ALL, SHALLOW
 from .names import demangled_names
 from .text import Header
 
@@ -66,6 +66,8 @@ class Tables:
     _stacks: Stacks | None = field(default=None, repr=False)
     _graphs: dict[int | None, Graph] = field(default_factory=dict, repr=False)
     _merge_groups: np.ndarray | None = field(default=None, repr=False)
+    cache: dict[Any, Any] = field(default_factory=dict, repr=False)  # later stages' results
+    raw: bytes | None = field(default=None, repr=False)  # the protobuf as uploaded
 
     @property
     def n_samples(self) -> int:
@@ -79,7 +81,18 @@ class Tables:
         """(sample, key, str, num, unit) of every label, decoded only when asked for."""
         if self._labels is None:
             msg = self.message
-            buf = pc.serialize(msg.sample)
+            stored = None
+            if self.raw is not None:
+                with contextlib.suppress(DecodeError):
+                    stored = SHALLOW["Profile"].FromString(self.raw)
+            if stored is not None and len(stored.sample) == len(msg.sample):
+                if not len(LABELS_ALL["Sample"].FromString(b"".join(stored.sample)).label.key):
+                    empty = np.zeros(0, dtype=_I64)  # no sample has a label: nothing to walk
+                    self._labels = (empty, empty, empty, empty, empty)
+                    return self._labels
+                buf = pc.joined(stored.sample)  # the samples as stored: no serializing again
+            else:
+                buf = pc.serialize(msg.sample)
             rows = pc.fields(buf).select(3)
             lbuf = pc.sub_buffer(buf, rows.start, rows.end)
             lf = pc.fields(lbuf)
@@ -277,4 +290,5 @@ def _build_tables(parsed: Any) -> Tables:
         drop_frames=s(_scalar(msg.drop_frames)),
         keep_frames=s(_scalar(msg.keep_frames)),
         message=msg,
+        raw=getattr(parsed, "raw", None),
     )

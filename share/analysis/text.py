@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import posixpath
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -66,6 +66,19 @@ def profile_labels(h: Header, total: int, fmt: Callable[[int], str]) -> list[str
         if total_unit == "ns" and total_nanos != 0:
             ratio = "(" + percentage(go_int64(total_nanos), h.duration_nanos) + ")"
         out.append(f"Duration: {duration}, Total samples = {fmt(total)} {ratio}")
+    return out
+
+
+def active_filters(filters: Sequence[str]) -> list[str]:
+    """legendActiveFilters: each filter on a line of its own, cut at 80 bytes plus '…'."""
+    if not filters:
+        return []
+    out = ["Active filters:"]
+    for f in filters:
+        data = f.encode()
+        if len(data) > 80:
+            f = data[:80].decode("utf-8", "replace") + "…"
+        out.append("   " + f)
     return out
 
 
@@ -143,11 +156,13 @@ def top_text(
     orig_count: int,
     dropped_nodes: int = 0,
     node_cutoff: int = 0,
+    filters: Sequence[str] = (),
 ) -> str:
-    """The whole `go tool pprof -top` output (printText with reportLabels)."""
+    """The whole `go tool pprof -top` output (printText with reportLabels); filters are the
+    "Active filters:" ('focus=...')."""
     unit = output_unit(header.sample_unit, total, rows.flat, rows.cum)
     fmt = formatter(header.sample_unit, unit)
-    lines = profile_labels(header, total, fmt)
+    lines = profile_labels(header, total, fmt) + active_filters(filters)
     running = np.cumsum(rows.flat, dtype=np.int64)  # wraps around as Go's int64 does
     flat_sum = int(running[-1]) if len(running) else 0
     pct = percentage(flat_sum, total).strip()
@@ -174,3 +189,37 @@ def top_text(
     )
     lines.append("")
     return "\n".join(lines)
+
+
+def report_lines(
+    header: Header,
+    total: int,
+    fmt: Callable[[int], str],
+    *,
+    filters: Sequence[str] = (),
+    flat_sum: int,
+    shown: int,
+    orig_count: int,
+    dropped_nodes: int = 0,
+    node_cutoff: int = 0,
+    dropped_edges: int = 0,
+    edge_cutoff: int = 0,
+    full: bool = False,
+) -> list[str]:
+    """report.reportLabels: the profile's labels, active filters and what was shown/dropped
+    (cut-offs are the values printed: total * fraction); full adds the DOT's reading hint."""
+    lines = profile_labels(header, total, fmt) + active_filters(filters)
+    pct = percentage(flat_sum, total).strip()
+    lines.append(f"Showing nodes accounting for {fmt(flat_sum)}, {pct} of {fmt(total)} total")
+    if total != 0:
+        if dropped_nodes > 0:
+            noun = "nodes" if dropped_nodes > 1 else "node"
+            lines.append(f"Dropped {dropped_nodes} {noun} (cum <= {fmt(node_cutoff)})")
+        if dropped_edges > 0:
+            noun = "edges" if dropped_edges > 1 else "edge"
+            lines.append(f"Dropped {dropped_edges} {noun} (freq <= {fmt(edge_cutoff)})")
+        if 0 < shown < orig_count:
+            lines.append(f"Showing top {shown} nodes out of {orig_count}")
+    if full:
+        lines.append("\nSee https://git.io/JfYMW for how to read the graph")
+    return lines

@@ -26,8 +26,16 @@ class Top:
     node_cutoff_label: int  # the value named in "Dropped N nodes (cum <= X)"
 
 
-def top(g: Graph, *, node_count: int = 0, node_fraction: float = 0.0) -> Top:
-    """report.TextItems: nodes sorted by |flat|, name, |cum|, as -top with these options."""
+def top(
+    g: Graph,
+    *,
+    node_count: int = 0,
+    node_fraction: float = 0.0,
+    edge_fraction: float = EDGE_FRACTION,
+    cum: bool = False,
+) -> Top:
+    """report.TextItems: nodes sorted by |flat|, name, |cum| (-cum: by |cum|, name, |flat|),
+    as -top with these options."""
     st = g.stacks
     nodes = g.present
     flat_total = wrap64(int(g.flat[nodes].sum(dtype=_I64)))
@@ -38,12 +46,12 @@ def top(g: Graph, *, node_count: int = 0, node_fraction: float = 0.0) -> Top:
         dropped = len(nodes) - len(kept)
         nodes = kept
     orig_count = len(nodes)
-    nodes = nodes[_flat_name_order(g, nodes)]
+    nodes = nodes[name_order(g, nodes, cum=cum)]
     trimmed = dropped > 0
     if 0 < node_count < len(nodes):
         nodes = nodes[:node_count]
         trimmed = True
-    edge_cutoff = abs64(go_int64(float(flat_total) * EDGE_FRACTION))
+    edge_cutoff = abs64(go_int64(float(flat_total) * edge_fraction))
     # Without trimming the graph is built over every node, zero-valued ones included: their
     # edges still reach the nodes shown. A trimmed graph is rebuilt from the kept nodes only.
     shown = nodes.tolist()
@@ -76,14 +84,18 @@ def _ranks(texts: list[str]) -> np.ndarray:
     return ranks
 
 
-def _flat_name_order(g: Graph, nodes: np.ndarray) -> np.ndarray:
-    """graph.FlatNameOrder: |flat| desc, name, |cum| desc, then fmt.Sprint(NodeInfo)."""
+def name_order(g: Graph, nodes: np.ndarray, *, cum: bool = False) -> np.ndarray:
+    """graph.FlatNameOrder: |flat| desc, name, |cum| desc, then fmt.Sprint(NodeInfo);
+    CumNameOrder (cum): |cum| desc, name, |flat| desc, then the same."""
     name_rank = g.stacks.name_ranks()[1][nodes]
     keys = [np.zeros(len(nodes), dtype=_I64)]
     if len(np.unique(name_rank)) < len(nodes):  # same printed name, different nodes: Sprint
         keys = [_ranks([g.stacks.keys[n] for n in nodes.tolist()])]
     # ~x orders int64 descending without overflow; np.abs keeps MIN negative, as abs64 does.
-    return np.lexsort((*keys, ~np.abs(g.cum[nodes]), name_rank, ~np.abs(g.flat[nodes])))
+    first, third = np.abs(g.flat[nodes]), np.abs(g.cum[nodes])
+    if cum:
+        first, third = third, first
+    return np.lexsort((*keys, ~third, name_rank, ~first))
 
 
 def _inline_marks(g: Graph, shown: list[int] | None, edge_cutoff: int) -> dict[int, str]:

@@ -26,6 +26,11 @@ def graph_of(parsed: ParsedProfile, index: int | None) -> Graph:
     return graph(tables(parsed), index)
 
 
+def encode(doc: dict[str, Any]) -> bytes:
+    """Compact JSON, UTF-8 (the encoding of every JSON view)."""
+    return orjson.dumps(doc)
+
+
 def _encode(doc: dict[str, Any]) -> bytes:
     """Compact JSON, UTF-8 (orjson: 10x the standard library's speed on these number lists)."""
     return orjson.dumps(doc)
@@ -39,13 +44,18 @@ def flamegraph_json(
 ) -> bytes:
     """The flame graph view, encoded."""
     doc = flame.flamegraph(graph_of(parsed, index), node_fraction, budget)
+    doc["warnings"] = []
     return _encode(doc)
 
 
 def top_json(parsed: ParsedProfile, index: int | None, node_count: int) -> bytes:
     """The top table view, encoded: every row unless node_count limits them."""
     g = graph_of(parsed, index)
-    t = top(g, node_count=node_count)
+    return _encode(top_doc(g, top(g, node_count=node_count)))
+
+
+def top_doc(g: Graph, t: Any) -> dict[str, Any]:
+    """The top table JSON of a graph's top.Top (README); sum_pct runs in the rows' order."""
     rows = t.rows
     # By column, as the flame graph's nodes: no dict per row to build, nor keys to repeat.
     columns = {
@@ -68,8 +78,9 @@ def top_json(parsed: ParsedProfile, index: int | None, node_count: int) -> bytes
         "nodes": t.orig_count,
         "rows": columns,
         "no_samples": not bool(g.weights.any()),
+        "warnings": [],
     }
-    return _encode(doc)
+    return doc
 
 
 def _pcts(values: np.ndarray, total: int) -> list[float]:
@@ -90,7 +101,7 @@ def summary_json(parsed: ParsedProfile, index: int | None) -> bytes:
     return _encode(summary.summary(parsed, index))
 
 
-VERSION = "v4"
+VERSION = "v5"
 
 # name -> (render(profiles, options) -> bytes, mimetype); profiles[0] is the profile shown.
 VIEWS: dict[str, tuple[Callable[[Sequence[ParsedProfile], Mapping[str, Any]], bytes], str]] = {
@@ -103,6 +114,19 @@ VIEWS: dict[str, tuple[Callable[[Sequence[ParsedProfile], Mapping[str, Any]], by
     "summary": (lambda ps, o: summary_json(ps[0], o["sample_index"]), "application/json"),
     "preview": (lambda ps, o: preview.render(ps[0], o["sample_index"]), "image/png"),
 }
+
+
+def _register_pprof_views() -> None:
+    """The views with pprof's options (pprofviews.py); flame graph and top take them too."""
+    from . import pprofviews
+
+    VIEWS.update(pprofviews.VIEWS)
+    for name in ("flamegraph", "top", "toptext"):
+        plain = VIEWS[name][0]
+        VIEWS[name] = (pprofviews.with_options(name, plain), VIEWS[name][1])
+
+
+_register_pprof_views()
 
 
 def render(name: str, profiles: Sequence[ParsedProfile], options: Mapping[str, Any]) -> bytes:

@@ -1,12 +1,13 @@
-"""share.cli: the command line, `pprof-share serve | top | upload | delete | prune | fsck`.
+"""share.cli: the command line, `pprof-share serve | top | peek | tags | dot | upload | delete |
+prune | fsck`.
 
 This module parses the arguments and dispatches; serve (gunicorn on the web app), client (the
 standard-library HTTP client of upload and delete), script (the upload and delete commands,
-also served as a single-file script by the web app), top (the -top table, computed locally)
-and maintain (prune and fsck, on the configured stores) are a module each. Heavy imports
-(Flask, boto3, gunicorn, numpy) happen inside the commands that need them, so `pprof-share
-upload` loads neither Flask nor numpy and starts fast. It may import share.web (serve runs the
-app), share.core and below; nothing imports it.
+also served as a single-file script by the web app), top (pprof's text reports: top, peek,
+tags, dot, computed locally) and maintain (prune and fsck, on the configured stores) are a
+module each. Heavy imports (Flask, boto3, gunicorn, numpy) happen inside the commands that
+need them, so `pprof-share upload` loads neither Flask nor numpy and starts fast. It may import
+share.web (serve runs the app), share.core and below; nothing imports it.
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--repair", action="store_true", help="remove what was found")
     p.set_defaults(func=fsck)
 
-    from . import top  # light: numpy and protobuf load only when `top` runs
+    from . import top  # light: numpy and protobuf load only when a report command runs
 
     top.add_parser(commands)
 

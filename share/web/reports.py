@@ -1,8 +1,9 @@
-"""Views of a profile over HTTP: flame graph and top table as JSON, the -top text.
+"""Views of a profile over HTTP: JSON for the page, text as `go tool pprof` prints it.
 
 Each handler turns the query into a view's canonical options (analysis.options) and asks the
 core for the view's bytes, gzip-compressed as cached: sent as they are to clients that accept
-gzip (browsers, curl --compressed) and inflated for the others.
+gzip (browsers, curl --compressed) and inflated for the others. Text views carry what pprof
+would print on stderr (a filter that matched nothing...) as X-Pprof-Warning headers, one each.
 """
 
 from __future__ import annotations
@@ -18,12 +19,18 @@ from ..analysis import options, views
 from ..errors import ShareError
 from .api import share
 
+# Headers a view is served with (graph.svg alone: an SVG may carry script; ours carries none,
+# but its labels are the uploader's text).
+HEADERS = {"svg": {"Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'"}}
 
-def _options(pid: str, name: str, args: Mapping[str, str]) -> dict[str, Any]:
+
+def _options(pid: str, name: str, args: Mapping[str, str] | None = None) -> dict[str, Any]:
     record = share().available(pid)  # 410 when the blob was lost, as the page
     types = [(t, u) for t, u in record.sample_types]
     try:
-        return options.parse(name, args, types, record.default_sample_type)
+        return options.parse(
+            name, request.args if args is None else args, types, record.default_sample_type
+        )
     except options.OptionError as exc:
         raise ShareError(str(exc), 400) from None
 
@@ -46,9 +53,22 @@ def summary_of(
     return None if gz is None else json.loads(gzip.decompress(gz))
 
 
-def view(pid: str, name: str) -> Response:
-    """View `name` of profile pid, with the request's options."""
-    return send(computed(pid, name, request.args), views.mimetype(name))
+def view(pid: str, name: str, warnings: bool = False) -> Response:
+    """View `name` of profile pid, with the request's options (and pprof's warnings as
+    headers, for the text views)."""
+    response = send(share().view(pid, name, _options(pid, name)), views.mimetype(name))
+    for header, value in HEADERS.get(name, {}).items():
+        response.headers[header] = value
+    if warnings:
+        args = dict(request.args.items())
+        if name == "tagstext":
+            args["labels"] = "t"
+        lines = json.loads(
+            gzip.decompress(share().view(pid, "warnings", _options(pid, "warnings", args)))
+        )
+        for line in lines["warnings"]:
+            response.headers.add("X-Pprof-Warning", json.dumps(line)[1:-1])  # ASCII, one line
+    return response
 
 
 def send(gz: bytes, mimetype: str) -> Response:
@@ -71,7 +91,31 @@ def top(pid: str) -> Response:
 
 
 def top_plain(pid: str) -> Response:
-    return view(pid, "toptext")
+    return view(pid, "toptext", warnings=True)
+
+
+def peek(pid: str) -> Response:
+    return view(pid, "peek")
+
+
+def peek_plain(pid: str) -> Response:
+    return view(pid, "peektext", warnings=True)
+
+
+def tags(pid: str) -> Response:
+    return view(pid, "tags")
+
+
+def tags_plain(pid: str) -> Response:
+    return view(pid, "tagstext", warnings=True)
+
+
+def dot_plain(pid: str) -> Response:
+    return view(pid, "dot", warnings=True)
+
+
+def graph_svg(pid: str) -> Response:
+    return view(pid, "svg")
 
 
 def summary(pid: str) -> Response:

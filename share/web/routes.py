@@ -32,10 +32,16 @@ ROUTES: list[tuple[str, list[str], Callable[..., object]]] = [
     ("/<pid:pid>/symbolz", GET + POST, api.symbolz),
     # views of a profile: text for curl, JSON for the page
     ("/<pid:pid>/top", GET, reports.top_plain),
+    ("/<pid:pid>/peek", GET, reports.peek_plain),
+    ("/<pid:pid>/tags", GET, reports.tags_plain),
+    ("/<pid:pid>/dot", GET, reports.dot_plain),
+    ("/<pid:pid>/graph.svg", GET, reports.graph_svg),
     ("/api/v1/profiles/<pid:pid>", GET, api.record),
     ("/api/v1/profiles/<pid:pid>/progress", GET, api.progress),
     ("/api/v1/profiles/<pid:pid>/flamegraph", GET, reports.flamegraph),
     ("/api/v1/profiles/<pid:pid>/top", GET, reports.top),
+    ("/api/v1/profiles/<pid:pid>/peek", GET, reports.peek),
+    ("/api/v1/profiles/<pid:pid>/tags", GET, reports.tags),
     ("/api/v1/profiles/<pid:pid>/summary", GET, reports.summary),
     # operations: alive, both stores answering, Prometheus metrics
     ("/healthz", GET, ops.healthz),

@@ -1,0 +1,123 @@
+"""The views that take pprof's options, encoded as served (views.py registers them).
+
+Text equal to `go tool pprof`'s: toptext (-top), peektext (-peek), tagstext (-tags), dot
+(-dot); svg (dot laid out by Graphviz); JSON for the page: flamegraph and top with the filters
+applied, peek (callers, callees, sandwich), tags, and warnings (the lines pprof prints on
+stderr, which the text views send as headers). All are pure functions of the profiles and the
+canonical options of options.parse.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import fields
+from typing import Any
+
+from ..pprof import ParsedProfile
+from . import dot, explore, flame, peek, svg, tags, zoom
+from .refine import Spec
+from .views import encode, top_doc
+
+Render = Callable[[Sequence[ParsedProfile], Mapping[str, Any]], bytes]
+_REFINE = frozenset(f.name for f in fields(Spec))
+_TOP = ("node_fraction", "edge_fraction", "cum")
+
+
+def _plain(name: str, o: Mapping[str, Any]) -> bool:
+    """Whether a flame graph / top request has none of pprof's options (the fast views)."""
+    if any(k in o for k in _REFINE) or "zoom" in o:
+        return False
+    return name == "flamegraph" or not any(k in o for k in _TOP)
+
+
+def with_options(name: str, plain: Render) -> Render:
+    """The flame graph / top view: as before without pprof's options, refined with them."""
+
+    def render(profiles: Sequence[ParsedProfile], o: Mapping[str, Any]) -> bytes:
+        if _plain(name, o):
+            return plain(profiles, o)
+        if name == "toptext":
+            return explore.top_text(profiles[0], dict(o))
+        rep = explore.report(profiles[0], dict(o))
+        if name == "top":
+            doc = top_doc(rep.graph, explore.top_report(rep, dict(o)))
+            doc["sort"] = "cum" if o.get("cum") else "flat"
+        elif "zoom" in o:
+            doc = zoom.zoomed(rep.graph, list(o["zoom"]), o["node_fraction"], o["budget"])
+        else:
+            doc = flame.flamegraph(rep.graph, o["node_fraction"], o["budget"])
+        doc["warnings"] = rep.warnings
+        doc["filters"] = rep.filters
+        return encode(doc)
+
+    return render
+
+
+def _common(rep: explore.Report) -> dict[str, Any]:
+    """The fields every JSON view of a profile shares (as the flame graph's)."""
+    g = rep.graph
+    t = rep.tables
+    return {
+        "sample_type": {"type": g.sample_type[0], "unit": g.sample_type[1]},
+        "sample_index": g.index,
+        "sample_types": [{"type": a, "unit": b} for a, b in t.sample_types],
+        "default_sample_index": t.sample_index(None),
+        "total": g.total,
+        "unit": g.sample_type[1],
+        "filters": rep.filters,
+        "warnings": rep.warnings,
+    }
+
+
+def peek_json(profiles: Sequence[ParsedProfile], o: Mapping[str, Any]) -> bytes:
+    rep = explore.report(profiles[0], dict(o))
+    doc = _common(rep)
+    budget = o.get("budget", flame.FLAME_NODE_BUDGET)
+    doc.update(peek.peek_doc(rep, o["peek"], bool(o.get("cum")), budget))
+    return encode(doc)
+
+
+def peek_text(profiles: Sequence[ParsedProfile], o: Mapping[str, Any]) -> bytes:
+    rep = explore.report(profiles[0], dict(o))
+    return peek.peek_text(rep, o["peek"], bool(o.get("cum"))).encode()
+
+
+def tags_json(profiles: Sequence[ParsedProfile], o: Mapping[str, Any]) -> bytes:
+    rep = explore.report(profiles[0], dict(o))
+    doc = _common(rep)
+    doc["warnings"] = explore.warnings(profiles[0], {**o, "labels": True})
+    doc.update(tags.tags_doc(rep, o.get("values", tags.TAG_VALUES)))
+    return encode(doc)
+
+
+def tags_text(profiles: Sequence[ParsedProfile], o: Mapping[str, Any]) -> bytes:
+    return tags.tags_text(explore.report(profiles[0], dict(o))).encode()
+
+
+def dot_text(profiles: Sequence[ParsedProfile], o: Mapping[str, Any]) -> bytes:
+    rep = explore.report(profiles[0], dict(o))
+    return dot.dot_text(
+        rep,
+        o.get("node_count", dot.NODE_COUNT),
+        o.get("node_fraction", dot.NODE_FRACTION),
+        o.get("edge_fraction", dot.EDGE_FRACTION),
+    ).encode()
+
+
+def graph_svg(profiles: Sequence[ParsedProfile], o: Mapping[str, Any]) -> bytes:
+    return svg.render(dot_text(profiles, o))
+
+
+def warnings_json(profiles: Sequence[ParsedProfile], o: Mapping[str, Any]) -> bytes:
+    return encode({"warnings": explore.warnings(profiles[0], dict(o))})
+
+
+VIEWS: dict[str, tuple[Render, str]] = {
+    "peek": (peek_json, "application/json"),
+    "peektext": (peek_text, "text/plain"),
+    "tags": (tags_json, "application/json"),
+    "tagstext": (tags_text, "text/plain"),
+    "dot": (dot_text, "text/plain"),
+    "svg": (graph_svg, "image/svg+xml"),
+    "warnings": (warnings_json, "application/json"),
+}

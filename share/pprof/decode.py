@@ -1,6 +1,7 @@
-"""Stage 2 of parse(): bytes -> the decoded message and flat numpy columns, read as Go reads.
+"""Stage 2 of parse(): bytes -> the profile's outline and flat numpy columns, read as Go reads.
 
-upb decodes the whole profile; `Columns.extract` then decodes each level (samples, labels,
+upb decodes the whole profile, and its outline (schema.OUTLINE: the top level without samples,
+all that most callers read); `Columns.extract` then decodes each level (samples, labels,
 locations, lines, ...) from the raw bytes as one flat message per level, which gives numpy arrays
 without a Python loop per sample, and notices anything upb read differently from Go (unknown
 fields Go would refuse, a repeated time_nanos or period_type). Only then is the input re-read by
@@ -9,8 +10,9 @@ wire.sanitize, an exact copy of Go's decoder, and decoded again.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -20,7 +22,7 @@ from google.protobuf.unknown_fields import UnknownFieldSet
 from ..errors import BadProfile
 from .inflate import human_size
 from .limits import NO_LIMITS, Limits
-from .schema import ALL, FULL, LABELS_ALL, LABELS_SHALLOW, SHALLOW
+from .schema import ALL, FULL, LABELS_ALL, LABELS_SHALLOW, OUTLINE, SHALLOW
 from .wire import GO_FIELDS, ConcatenatedProfiles, WireError, sanitize
 
 _U64 = np.uint64
@@ -65,22 +67,30 @@ def _one_each(payloads: Sequence[bytes], tag: int, found: int) -> bool:
     return bool((np.frombuffer(b"".join(payloads), np.uint8)[starts] == tag).all())
 
 
+def _ids(items: Iterable[Any], n: int) -> np.ndarray:
+    return np.fromiter(map(attrgetter("id"), items), _U64, count=n)
+
+
 @dataclass
 class Columns:
-    """Flat arrays over the whole profile; `exact_*` False means the array may hold extras."""
+    """Flat arrays over the whole profile, for rules.py. The string indices may hold extras
+    (every occurrence of a field given twice): a range check on them can only be unsure."""
 
     location_ids: np.ndarray  # every Sample.location_id, sample after sample
     values: np.ndarray  # every Sample.value, sample after sample
-    n_values: np.ndarray | None  # values per sample (None: count them from the message)
-    n_locations: np.ndarray | None  # location ids per sample
-    label_key: np.ndarray
+    n_values: np.ndarray  # values per sample
+    n_locations: np.ndarray  # location ids per sample
+    label_key: np.ndarray  # string indices of labels
     label_str: np.ndarray
     label_unit: np.ndarray
-    mapping_strings: np.ndarray
-    function_strings: np.ndarray
+    mapping_strings: np.ndarray  # string indices of mappings
+    function_strings: np.ndarray  # string indices of functions
     line_function_ids: np.ndarray
     lines_exact: bool  # line_function_ids holds exactly one function id per line, in order
     has_unknown: bool  # the message holds unknown fields (all of them ones Go skips)
+    defined_locations: np.ndarray  # Location.id of each location (uint64), as Go reads it
+    defined_functions: np.ndarray  # Function.id of each function
+    defined_mappings: np.ndarray  # Mapping.id of each mapping
 
     @classmethod
     def extract(
@@ -126,11 +136,16 @@ class Columns:
         location_ids = np.array(samples.location_id, dtype=_U64)
         values = np.array(samples.value, dtype=_I64)
         counts = _sample_counts(samples_raw, top.sample, (len(location_ids), len(values)))
+        if counts is None:
+            counts = (
+                np.fromiter(map(len, map(attrgetter("location_id"), message.sample)), _I64),
+                np.fromiter(map(len, map(attrgetter("value"), message.sample)), _I64),
+            )
         return cls(
             location_ids=location_ids,
             values=values,
-            n_values=counts[1] if counts else None,
-            n_locations=counts[0] if counts else None,
+            n_values=counts[1],
+            n_locations=counts[0],
             label_key=np.array(labels_all.key, dtype=_I64),
             label_str=np.array(labels_all.str, dtype=_I64),
             label_unit=np.array(labels_all.num_unit, dtype=_I64),
@@ -142,6 +157,9 @@ class Columns:
             line_function_ids=line_fids,
             lines_exact=_one_each(locations.line, 0x08, len(line_fids)),
             has_unknown=has_unknown,
+            defined_locations=_ids(message.location, len(message.location)),
+            defined_functions=_ids(message.function, len(message.function)),
+            defined_mappings=_ids(message.mapping, len(message.mapping)),
         )
 
 
@@ -231,9 +249,55 @@ def shallow(raw: bytes, limits: Limits = NO_LIMITS) -> Any:
     return top
 
 
-def decode(raw: bytes, limits: Limits = NO_LIMITS) -> tuple[Any, Columns]:
-    """The message and its flat columns, read as Go reads them (wire.sanitize where upb differs);
+@dataclass
+class Decoded:
+    """What decode() read: the outline and the columns, and the message if it was decoded."""
+
+    outline: Any  # schema.OUTLINE: the top level, samples, locations and functions as bytes
+    tables: Columns
+    message: Any | None  # schema.FULL; None: decode it from raw when needed (full_message)
+
+
+def _fromstring(kind: dict[str, type], data: bytes) -> Any:
+    try:
+        return kind["Profile"].FromString(data)
+    except DecodeError as exc:
+        if _out_of_memory(exc):
+            raise MemoryError(str(exc)) from None
+        raise
+
+
+def full_message(raw: bytes, has_unknown: bool) -> Any:
+    """The message of bytes that decode() found upb reads as Go does."""
+    message = _fromstring(FULL, raw)
+    if has_unknown:
+        message.DiscardUnknownFields()  # fields Go skips: drop them, as Go does
+    return message
+
+
+def message_of(outline: Any) -> Any:
+    """The full message of a ParsedProfile's outline (its payloads are what Go read)."""
+    message = _fromstring(FULL, outline.SerializeToString())
+    message.DiscardUnknownFields()  # fields Go skips, inside the payloads
+    return message
+
+
+def _outline(data: bytes, has_unknown: bool) -> Any:
+    outline = _fromstring(OUTLINE, data)
+    if has_unknown:
+        outline.DiscardUnknownFields()
+    return outline
+
+
+def decode(raw: bytes, limits: Limits = NO_LIMITS) -> Decoded:
+    """The outline and flat columns, read as Go reads them (wire.sanitize where upb differs);
     TooLarge past one of limits, before the costly decoding."""
+    message, tables, source = _decode_python(raw, limits)
+    return Decoded(_outline(source, tables.has_unknown), tables, message)
+
+
+def _decode_python(raw: bytes, limits: Limits) -> tuple[Any, Columns, bytes]:
+    """The message, its columns and the bytes they were read from (raw, or what Go reads)."""
     top = shallow(raw, limits)
     try:
         message = FULL["Profile"].FromString(raw)
@@ -245,7 +309,7 @@ def decode(raw: bytes, limits: Limits = NO_LIMITS) -> tuple[Any, Columns]:
     if tables is not None:
         if tables.has_unknown:
             message.DiscardUnknownFields()  # fields Go skips: drop them, as Go does
-        return message, tables
+        return message, tables, raw
     if len(raw) > MAX_EXACT_BYTES:
         raise BadProfile(
             "this profile is malformed or unusually encoded (e.g. field number 0, wire types "
@@ -274,4 +338,4 @@ def decode(raw: bytes, limits: Limits = NO_LIMITS) -> tuple[Any, Columns]:
     tables = Columns.extract(clean, message, limits=limits)
     if tables is None:  # cannot happen: sanitize writes only what upb reads as Go does
         raise AssertionError("re-encoded profile still differs from Go's reading")
-    return message, tables
+    return message, tables, clean

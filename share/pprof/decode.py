@@ -1,15 +1,19 @@
 """Stage 2 of parse(): bytes -> the profile's outline and flat numpy columns, read as Go reads.
 
-upb decodes the whole profile, and its outline (schema.OUTLINE: the top level without samples,
-all that most callers read); `Columns.extract` then decodes each level (samples, labels,
-locations, lines, ...) from the raw bytes as one flat message per level, which gives numpy arrays
-without a Python loop per sample, and notices anything upb read differently from Go (unknown
-fields Go would refuse, a repeated time_nanos or period_type). Only then is the input re-read by
-wire.sanitize, an exact copy of Go's decoder, and decoded again.
+The compiled core (scan.py) reads nearly every profile in one pass, and upb then decodes only
+the outline (schema.OUTLINE: no samples); the full message is decoded when something asks for
+it (ParsedProfile.message). Files it leaves aside, and every file when it was not built, take
+the pure-Python path with the same results: upb decodes the whole profile; `Columns.extract`
+then decodes each level (samples, labels, locations, lines, ...) from the raw bytes as one flat
+message per level, which gives numpy arrays without a Python loop per sample, and notices
+anything upb read differently from Go (unknown fields Go would refuse, a repeated time_nanos or
+period_type). Only then is the input re-read by wire.sanitize, an exact copy of Go's decoder,
+and decoded again.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
@@ -20,6 +24,7 @@ from google.protobuf.message import DecodeError
 from google.protobuf.unknown_fields import UnknownFieldSet
 
 from ..errors import BadProfile
+from . import scan
 from .inflate import human_size
 from .limits import NO_LIMITS, Limits
 from .schema import ALL, FULL, LABELS_ALL, LABELS_SHALLOW, OUTLINE, SHALLOW
@@ -91,6 +96,36 @@ class Columns:
     defined_locations: np.ndarray  # Location.id of each location (uint64), as Go reads it
     defined_functions: np.ndarray  # Function.id of each function
     defined_mappings: np.ndarray  # Mapping.id of each mapping
+
+    @classmethod
+    def scanned(cls, raw: bytes, limits: Limits = NO_LIMITS) -> Columns | None:
+        """The columns as the compiled core reads them; None when it leaves raw to extract()
+        (or was not built). TooLarge past a limit, before any array is allocated."""
+        counts = scan.counts(raw)
+        if counts is None:
+            return None
+        for what in ("samples", "locations", "functions", "mappings", "strings"):
+            limits.check(what, counts[what])
+        limits.check("frames", counts["ids"])
+        limits.check("labels", counts["label_keys"])
+        a = scan.fill(raw, counts)
+        return cls(
+            location_ids=a["location_ids"],
+            values=a["values"].view(_I64),
+            n_values=a["sample_values"].view(_I64),
+            n_locations=a["sample_ids"].view(_I64),
+            label_key=a["label_key"].view(_I64),
+            label_str=a["label_str"].view(_I64),
+            label_unit=a["label_unit"].view(_I64),
+            mapping_strings=a["mapping_names"].view(_I64),
+            function_strings=a["function_names"].view(_I64),
+            line_function_ids=a["line_function"],
+            lines_exact=True,  # one function_id per line (0 when absent, as Go reads it)
+            has_unknown=counts["unknown"] > 0,
+            defined_locations=a["loc_id"],
+            defined_functions=a["function_id"],
+            defined_mappings=a["mapping_id"],
+        )
 
     @classmethod
     def extract(
@@ -268,7 +303,7 @@ def _fromstring(kind: dict[str, type], data: bytes) -> Any:
 
 
 def full_message(raw: bytes, has_unknown: bool) -> Any:
-    """The message of bytes that decode() found upb reads as Go does."""
+    """The message of bytes that decode() read with the compiled core (upb reads them as Go)."""
     message = _fromstring(FULL, raw)
     if has_unknown:
         message.DiscardUnknownFields()  # fields Go skips: drop them, as Go does
@@ -292,6 +327,10 @@ def _outline(data: bytes, has_unknown: bool) -> Any:
 def decode(raw: bytes, limits: Limits = NO_LIMITS) -> Decoded:
     """The outline and flat columns, read as Go reads them (wire.sanitize where upb differs);
     TooLarge past one of limits, before the costly decoding."""
+    tables = Columns.scanned(raw, limits)
+    if tables is not None:
+        with contextlib.suppress(DecodeError):  # cannot happen (scan.c reads as upb): go on
+            return Decoded(_outline(raw, tables.has_unknown), tables, None)
     message, tables, source = _decode_python(raw, limits)
     return Decoded(_outline(source, tables.has_unknown), tables, message)
 

@@ -1,9 +1,9 @@
 """Bytes -> validated pprof profile, accepting exactly what google/pprof's profile.ParseData does.
 
 parse() is the pipeline, one stage per module, none calling back up:
-inflate (gunzip every member within the size limit) -> decode (upb, with wire.py's exact copy of
-Go's decoder where upb would read the bytes differently) -> rules (pprof's checks, in bulk) ->
-ParsedProfile. A file that fails is shown to sniff, which names
+inflate (gunzip every member within the size limit) -> decode (the compiled scan.c, else upb,
+with wire.py's exact copy of Go's decoder where upb would read the bytes differently) -> rules
+(pprof's checks, in bulk) -> ParsedProfile. A file that fails is shown to sniff, which names
 what it is if it is something else (a legacy text profile, perf.data, JSON, HTML...) and says
 how to get a protobuf.
 """

@@ -17,6 +17,7 @@ test: test-deps $(VENV)/.installed-test
 
 bench: test-deps $(VENV)/.installed-test
 	$(PY) bench/run.py
+	$(PY) bench/parse.py
 	$(PY) bench/compute.py
 	$(PY) bench/paint.py
 

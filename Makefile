@@ -11,12 +11,13 @@ run: $(VENV)/.installed
 	$(VENV)/bin/pprof-share serve --host $(HOST) --port $(PORT)
 
 test: test-deps $(VENV)/.installed-test
-	$(VENV)/bin/ruff check share tests bench
-	$(VENV)/bin/ruff format --check share tests bench
+	$(VENV)/bin/ruff check share tests bench hatch_build.py
+	$(VENV)/bin/ruff format --check share tests bench hatch_build.py
 	$(VENV)/bin/pytest
 
 bench: test-deps $(VENV)/.installed-test
 	$(PY) bench/run.py
+	$(PY) bench/parse.py
 	$(PY) bench/compute.py
 	$(PY) bench/paint.py
 
@@ -35,7 +36,8 @@ system-deps:
 test-deps:
 	@bash .ci/system-deps.sh test
 
-$(VENV)/.installed: pyproject.toml | system-deps
+# scan.c is compiled on install (hatch_build.py): a changed one is built again.
+$(VENV)/.installed: pyproject.toml hatch_build.py share/pprof/scan.c | system-deps
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e .

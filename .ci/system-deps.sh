@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the system packages pprof-share needs, with apt-get, only where they are missing.
 #   base: what `make run` needs (the venv module, the DejaVu fonts of the preview images,
-#         Graphviz's dot for the call graph SVG);
+#         Graphviz's dot for the call graph SVG, a C compiler for the decoder's compiled core,
+#         share/pprof/scan.c);
 #   test: also redis-server, Go (for `go tool pprof`), Chromium (browser tests) and npm (the
 #         speedscope package that the speedscope test serves locally);
 #   load: wrk, for bench/load.py.
@@ -10,6 +11,8 @@ want=()
 python3 -c 'import venv, ensurepip' 2>/dev/null || want+=(python3-venv)
 [ -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || want+=(fonts-dejavu-core)
 command -v dot >/dev/null || want+=(graphviz)
+command -v cc >/dev/null || want+=(gcc)
+[ -e /usr/include/stdint.h ] || want+=(libc6-dev)  # the C library a shared object links with
 if [ "${1:-base}" = test ]; then
   command -v redis-server >/dev/null || want+=(redis-server)
   command -v go >/dev/null || want+=(golang-go)

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from share.pprof import scan
+
 from conftest import CORPUS, free_port, stop, wait_for_port
 
 ROOT = Path(__file__).parent.parent
@@ -39,6 +41,7 @@ def test_the_wheel_carries_templates_static_and_the_proto(wheel: Path) -> None:
     assert "share/web/templates/profile.html" in names
     assert "share/web/static/viewer.js" in names
     assert "share/pprof/_proto/profile.proto" in names
+    assert f"share/pprof/{scan.LIBRARY}" in names  # hatch_build.py compiled scan.c
     assert not any(n.startswith(("tests/", "templates/", "static/")) for n in names)
 
 
@@ -82,6 +85,11 @@ def test_installed_wheel_serves_from_an_empty_directory(wheel: Path, tmp_path: P
         cwd=empty, capture_output=True, text=True, check=True,
     ).stdout.strip()  # fmt: skip
     assert where.startswith(site), where  # the installed copy, not this checkout
+    compiled = subprocess.run(
+        [str(python), "-c", "from share.pprof import scan; print(scan.LIB is not None)"],
+        cwd=empty, capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    assert compiled == "True"  # the wheel's library loads: uploads take the compiled path
 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SHARE_", "PYTHON"))}
     port = free_port()

@@ -2,7 +2,8 @@
 
 Builds a tiny Go program from the google/pprof `profile` package that Go vendors in its source
 tree, and compares its verdict (gunzip, ParseUncompressed, CheckValid: ParseData without the
-legacy formats) with ours on every corpus file and on seeded random mutations of them.
+legacy formats) with ours on every corpus file and on seeded random mutations of them, both
+with the compiled decoder (share/pprof/scan.c) and without it.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import pytest
 
 from share import pprof
 from share.errors import ShareError
+from share.pprof import scan
 
 from conftest import CORPUS, unavailable
 
@@ -139,11 +141,15 @@ def _gunzipped(data: bytes) -> bytes:
         return data
 
 
-def _ours(data: bytes) -> str:
+def _ours(data: bytes, compiled: bool) -> str:
+    saved = scan.LIB
+    scan.LIB = saved if compiled else None  # None: as when scan.c was not built
     try:
         pprof.parse(data, max_profile_bytes=1 << 26)
     except ShareError:
         return "error"
+    finally:
+        scan.LIB = saved
     return "ok"
 
 
@@ -177,7 +183,8 @@ def test_verdicts_match_google_pprof(go_verdict: Path, tmp_path: Path) -> None:
     for (name, data), theirs in zip(cases, go, strict=True):
         theirs = "ok" if theirs == "ok" else "error"
         accepted += theirs == "ok"
-        if _ours(data) != theirs:
-            differ.append((name, theirs, data[:40]))
+        for compiled in (True, False):
+            if _ours(data, compiled) != theirs:
+                differ.append((name, compiled, theirs, data[:40]))
     assert not differ
     assert accepted > 60  # the mutations must exercise acceptance too, not only refusals

@@ -1,4 +1,6 @@
-"""google/pprof's rules and decoder quirks, one by one, on profiles built in code."""
+"""google/pprof's rules and decoder quirks, one by one, on profiles built in code.
+
+Every test runs twice: with the compiled decoder (share/pprof/scan.c) and without it."""
 
 from __future__ import annotations
 
@@ -9,11 +11,19 @@ from google.protobuf.unknown_fields import UnknownFieldSet
 
 from share import pprof
 from share.errors import BadProfile
-from share.pprof import decode
+from share.pprof import decode, scan
 from share.pprof._proto import profile_pb2
 
 Line, Label = profile_pb2.Line, profile_pb2.Label
 STRINGS = ["", "samples", "count", "cpu", "nanoseconds", "main", "main.go", "/bin/app", "k", "v"]
+
+
+@pytest.fixture(autouse=True, params=["compiled", "python"])
+def decoder(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each test on both paths: "python" is parse() as when scan.c was not built."""
+    if request.param == "python":
+        monkeypatch.setattr(scan, "LIB", None)
+    return request.param
 
 
 def base() -> profile_pb2.Profile:

@@ -131,12 +131,12 @@ def leaf_names(message: Any, strings: Sequence[str], limit: int = 2000) -> list[
 
 def of_profile(parsed: Any) -> str:
     """The kind name of a share.pprof.ParsedProfile."""
-    message = parsed.message
+    outline = parsed.outline  # the top level: the full message is decoded only for leaf names
     period = None
-    if message.HasField("period_type"):
-        period = (parsed.string(message.period_type.type), parsed.string(message.period_type.unit))
+    if outline.HasField("period_type"):
+        period = (parsed.string(outline.period_type.type), parsed.string(outline.period_type.unit))
     types = parsed.sample_types()
     leaves = None
     if {"contentions", "delay"} <= {t for t, _ in types}:
-        leaves = leaf_names(message, parsed.strings)
+        leaves = leaf_names(parsed.message, parsed.strings)
     return detect(types, period, parsed.default_sample_type(), leaves)

@@ -28,7 +28,7 @@ def summary(parsed: ParsedProfile, index: int | None) -> dict[str, Any]:
     fmt = formatter(t.header.sample_unit, unit)
     n = min(TOP_ROWS, len(t.rows))
     flat = t.rows.flat[:n].tolist()
-    duration = int(parsed.message.duration_nanos)
+    duration = int(parsed.outline.duration_nanos)
     return {
         "kind": kind.describe(kind.of_profile(parsed)),
         "sample_type": {"type": g.sample_type[0], "unit": g.sample_type[1]},

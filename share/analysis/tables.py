@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from google.protobuf.message import DecodeError
 
 from ..pprof import columns as pc
-from ..pprof.schema import LABELS_ALL, SHALLOW
+from ..pprof.decode import message_of
+from ..pprof.schema import LABELS_ALL
 from .names import demangled_names
 from .text import Header
 
@@ -61,13 +61,13 @@ class Tables:
     header: Header
     drop_frames: str
     keep_frames: str
-    message: Any = field(repr=False)
+    outline: Any = field(repr=False)  # the ParsedProfile's: samples kept as their encoded bytes
+    _message: Any = field(default=None, repr=False)
     _labels: tuple[np.ndarray, ...] | None = field(default=None, repr=False)
     _stacks: Stacks | None = field(default=None, repr=False)
     _graphs: dict[int | None, Graph] = field(default_factory=dict, repr=False)
     _merge_groups: np.ndarray | None = field(default=None, repr=False)
     cache: dict[Any, Any] = field(default_factory=dict, repr=False)  # later stages' results
-    raw: bytes | None = field(default=None, repr=False)  # the protobuf as uploaded
 
     @property
     def n_samples(self) -> int:
@@ -77,22 +77,22 @@ class Tables:
         """The sample type -sample_index=name selects (None: the profile has no types)."""
         return sample_index(self.sample_types, self.default_sample_type, name)
 
+    @property
+    def message(self) -> Any:
+        """The profile's full message, decoded on first use (the tables do not need it)."""
+        if self._message is None:
+            self._message = message_of(self.outline)
+        return self._message
+
     def labels(self) -> tuple[np.ndarray, ...]:
         """(sample, key, str, num, unit) of every label, decoded only when asked for."""
         if self._labels is None:
-            msg = self.message
-            stored = None
-            if self.raw is not None:
-                with contextlib.suppress(DecodeError):
-                    stored = SHALLOW["Profile"].FromString(self.raw)
-            if stored is not None and len(stored.sample) == len(msg.sample):
-                if not len(LABELS_ALL["Sample"].FromString(b"".join(stored.sample)).label.key):
-                    empty = np.zeros(0, dtype=_I64)  # no sample has a label: nothing to walk
-                    self._labels = (empty, empty, empty, empty, empty)
-                    return self._labels
-                buf = pc.joined(stored.sample)  # the samples as stored: no serializing again
-            else:
-                buf = pc.serialize(msg.sample)
+            samples = self.outline.sample  # the samples as stored: no serializing again
+            if not len(LABELS_ALL["Sample"].FromString(b"".join(samples)).label.key):
+                empty = np.zeros(0, dtype=_I64)  # no sample has a label: nothing to walk
+                self._labels = (empty, empty, empty, empty, empty)
+                return self._labels
+            buf = pc.joined(samples)
             rows = pc.fields(buf).select(3)
             lbuf = pc.sub_buffer(buf, rows.start, rows.end)
             lf = pc.fields(lbuf)
@@ -177,27 +177,13 @@ def _dense(ids: np.ndarray, refs: np.ndarray) -> np.ndarray:
 
 
 def _stored_payloads(parsed: Any) -> Any:
-    """The profile's messages as uploaded, one bytes object each (None if they cannot be used).
-
-    Reading fields off these (last one wins, unknown ones skipped, as Go reads them) saves
-    serializing every location and function again; the counts must match the decoded message,
-    else (a file the parser re-encoded first) the message is serialized instead.
-    """
-    raw = getattr(parsed, "raw", None)
-    if raw is None:
-        return None
-    try:
-        top = SHALLOW["Profile"].FromString(raw)
-    except DecodeError:
-        return None
-    msg = parsed.message
-    if len(top.location) != len(msg.location) or len(top.function) != len(msg.function):
-        return None
-    return top
+    """The profile's locations and functions as encoded, one bytes object each, read as Go reads
+    them (the outline's; reading fields off them saves serializing every one again)."""
+    return parsed.outline
 
 
 def _build_tables(parsed: Any) -> Tables:
-    msg = parsed.message
+    msg = parsed.outline  # the top level; samples, locations and functions as bytes
     strings: list[str] = list(parsed.strings)
 
     def s(i: int) -> str:
@@ -212,7 +198,7 @@ def _build_tables(parsed: Any) -> Tables:
         stack_off = np.asarray(parsed.location_offsets, dtype=_I64)
         values = np.asarray(parsed.values, dtype=_I64).reshape(n, n_types)
     else:
-        buf = pc.serialize(msg.sample)
+        buf = pc.joined(msg.sample)
         f = pc.fields(buf)
         stack_ids, stack_off = pc.repeated(buf, f, 1, n)
         vals, _ = pc.repeated(buf, f, 2, n)
@@ -235,7 +221,7 @@ def _build_tables(parsed: Any) -> Tables:
 
     # Locations and their lines.
     stored = _stored_payloads(parsed)
-    lbuf = pc.joined(stored.location) if stored else pc.serialize(msg.location)
+    lbuf = pc.joined(stored.location) if stored else pc.serialize(parsed.message.location)
     lf = pc.fields(lbuf)
     n_loc = len(lbuf)
     loc_ids = pc.last_value(lf, 1, n_loc)
@@ -247,7 +233,7 @@ def _build_tables(parsed: Any) -> Tables:
     line_off = pc.offsets(np.bincount(line_rows.msg, minlength=n_loc))
 
     # Functions.
-    fbuf = pc.joined(stored.function) if stored else pc.serialize(msg.function)
+    fbuf = pc.joined(stored.function) if stored else pc.serialize(parsed.message.function)
     ff = pc.fields(fbuf)
     n_func = len(fbuf)
     func_ids = pc.last_value(ff, 1, n_func)
@@ -289,6 +275,5 @@ def _build_tables(parsed: Any) -> Tables:
         ),
         drop_frames=s(_scalar(msg.drop_frames)),
         keep_frames=s(_scalar(msg.keep_frames)),
-        message=msg,
-        raw=getattr(parsed, "raw", None),
+        outline=msg,
     )

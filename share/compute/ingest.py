@@ -20,7 +20,10 @@ BLOB_GZIP_LEVEL = 6
 
 def profile_id(raw: bytes) -> str:
     """The id of a profile: the first 96 bits of SHA-256 of its decompressed bytes, URL-safe."""
-    digest = hashlib.sha256(raw).digest()
+    return _id_of(hashlib.sha256(raw).digest())
+
+
+def _id_of(digest: bytes) -> str:
     return base64.urlsafe_b64encode(digest).decode()[:ID_LENGTH]
 
 
@@ -33,7 +36,7 @@ def _last(value: Any) -> int:
 
 def summarize(parsed: pprof.ParsedProfile) -> dict[str, Any]:
     """The informational fields of a profile, for the record and the metadata panel."""
-    message, string = parsed.message, parsed.string
+    message, string = parsed.outline, parsed.string
     period_type = message.period_type if message.HasField("period_type") else None
     return {
         "period": message.period,
@@ -62,9 +65,10 @@ def summarize(parsed: pprof.ParsedProfile) -> dict[str, Any]:
 
 def ingest(parsed: pprof.ParsedProfile) -> dict[str, Any]:
     """What the core needs to store a validated profile: id, record fields, blob."""
+    digest = hashlib.sha256(parsed.raw).digest()
     return {
-        "id": profile_id(parsed.raw),
-        "sha256": hashlib.sha256(parsed.raw).hexdigest(),
+        "id": _id_of(digest),
+        "sha256": digest.hex(),
         "size_bytes": len(parsed.raw),
         "blob": None if parsed.was_gzip else gzip.compress(parsed.raw, BLOB_GZIP_LEVEL),
         "sample_types": [list(t) for t in parsed.sample_types()],

@@ -25,6 +25,7 @@ from typing import Any
 from .. import pprof
 from ..analysis import views
 from ..errors import NotFound, ShareError
+from ..pprof import scan
 from ..store import blobs
 from . import protocol
 from .cache import ProfileCache, footprint
@@ -168,6 +169,11 @@ def main(argv: list[str]) -> int:
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
     listener.listen(128)
+    if scan.LIB is None:  # the install found no C compiler: correct, but slower
+        log(
+            f"share/pprof/{scan.LIBRARY} is not built: profiles are decoded on the pure-Python "
+            "path, about 3x slower (reinstall pprof-share where a C compiler is installed)"
+        )
     Worker(settings).serve(listener)
     return 0
 

@@ -1,9 +1,10 @@
 """share.pprof: bytes -> a validated profile, accepting exactly what google/pprof's parser accepts.
 
 Owns everything about the format: gzip inflation within a size limit (inflate), protobuf decoding
-as Go decodes (decode, wire, schema, columns, _proto), google/pprof's validity rules (rules),
-naming files that are not profiles (sniff), the pipeline that runs them in order (parse), and
-the rewrite that removes what an uploader chose not to share (strip).
+as Go decodes (decode, scan with its compiled scan.c, wire, schema, columns, _proto),
+google/pprof's validity rules (rules), naming files that are not profiles (sniff), the pipeline
+that runs them in order (parse), and the rewrite that removes what an uploader chose not to
+share (strip).
 It imports nothing from share but share.errors: every other package may import it.
 """
 

@@ -1,16 +1,22 @@
-"""Stage 2 of parse(): bytes -> the decoded message and flat numpy columns, read as Go reads.
+"""Stage 2 of parse(): bytes -> the profile's outline and flat numpy columns, read as Go reads.
 
-upb decodes the whole profile; `Columns.extract` then decodes each level (samples, labels,
-locations, lines, ...) from the raw bytes as one flat message per level, which gives numpy arrays
-without a Python loop per sample, and notices anything upb read differently from Go (unknown
-fields Go would refuse, a repeated time_nanos or period_type). Only then is the input re-read by
-wire.sanitize, an exact copy of Go's decoder, and decoded again.
+The compiled core (scan.py) reads nearly every profile in one pass, and upb then decodes only
+the outline (schema.OUTLINE: no samples); the full message is decoded when something asks for
+it (ParsedProfile.message). Files it leaves aside, and every file when it was not built, take
+the pure-Python path with the same results: upb decodes the whole profile; `Columns.extract`
+then decodes each level (samples, labels, locations, lines, ...) from the raw bytes as one flat
+message per level, which gives numpy arrays without a Python loop per sample, and notices
+anything upb read differently from Go (unknown fields Go would refuse, a repeated time_nanos or
+period_type). Only then is the input re-read by wire.sanitize, an exact copy of Go's decoder,
+and decoded again.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -18,9 +24,10 @@ from google.protobuf.message import DecodeError
 from google.protobuf.unknown_fields import UnknownFieldSet
 
 from ..errors import BadProfile
+from . import scan
 from .inflate import human_size
 from .limits import NO_LIMITS, Limits
-from .schema import ALL, FULL, LABELS_ALL, LABELS_SHALLOW, SHALLOW
+from .schema import ALL, FULL, LABELS_ALL, LABELS_SHALLOW, OUTLINE, SHALLOW
 from .wire import GO_FIELDS, ConcatenatedProfiles, WireError, sanitize
 
 _U64 = np.uint64
@@ -65,22 +72,60 @@ def _one_each(payloads: Sequence[bytes], tag: int, found: int) -> bool:
     return bool((np.frombuffer(b"".join(payloads), np.uint8)[starts] == tag).all())
 
 
+def _ids(items: Iterable[Any], n: int) -> np.ndarray:
+    return np.fromiter(map(attrgetter("id"), items), _U64, count=n)
+
+
 @dataclass
 class Columns:
-    """Flat arrays over the whole profile; `exact_*` False means the array may hold extras."""
+    """Flat arrays over the whole profile, for rules.py. The string indices may hold extras
+    (every occurrence of a field given twice): a range check on them can only be unsure."""
 
     location_ids: np.ndarray  # every Sample.location_id, sample after sample
     values: np.ndarray  # every Sample.value, sample after sample
-    n_values: np.ndarray | None  # values per sample (None: count them from the message)
-    n_locations: np.ndarray | None  # location ids per sample
-    label_key: np.ndarray
+    n_values: np.ndarray  # values per sample
+    n_locations: np.ndarray  # location ids per sample
+    label_key: np.ndarray  # string indices of labels
     label_str: np.ndarray
     label_unit: np.ndarray
-    mapping_strings: np.ndarray
-    function_strings: np.ndarray
+    mapping_strings: np.ndarray  # string indices of mappings
+    function_strings: np.ndarray  # string indices of functions
     line_function_ids: np.ndarray
     lines_exact: bool  # line_function_ids holds exactly one function id per line, in order
     has_unknown: bool  # the message holds unknown fields (all of them ones Go skips)
+    defined_locations: np.ndarray  # Location.id of each location (uint64), as Go reads it
+    defined_functions: np.ndarray  # Function.id of each function
+    defined_mappings: np.ndarray  # Mapping.id of each mapping
+
+    @classmethod
+    def scanned(cls, raw: bytes, limits: Limits = NO_LIMITS) -> Columns | None:
+        """The columns as the compiled core reads them; None when it leaves raw to extract()
+        (or was not built). TooLarge past a limit, before any array is allocated."""
+        counts = scan.counts(raw)
+        if counts is None:
+            return None
+        for what in ("samples", "locations", "functions", "mappings", "strings"):
+            limits.check(what, counts[what])
+        limits.check("frames", counts["ids"])
+        limits.check("labels", counts["label_keys"])
+        a = scan.fill(raw, counts)
+        return cls(
+            location_ids=a["location_ids"],
+            values=a["values"].view(_I64),
+            n_values=a["sample_values"].view(_I64),
+            n_locations=a["sample_ids"].view(_I64),
+            label_key=a["label_key"].view(_I64),
+            label_str=a["label_str"].view(_I64),
+            label_unit=a["label_unit"].view(_I64),
+            mapping_strings=a["mapping_names"].view(_I64),
+            function_strings=a["function_names"].view(_I64),
+            line_function_ids=a["line_function"],
+            lines_exact=True,  # one function_id per line (0 when absent, as Go reads it)
+            has_unknown=counts["unknown"] > 0,
+            defined_locations=a["loc_id"],
+            defined_functions=a["function_id"],
+            defined_mappings=a["mapping_id"],
+        )
 
     @classmethod
     def extract(
@@ -126,11 +171,16 @@ class Columns:
         location_ids = np.array(samples.location_id, dtype=_U64)
         values = np.array(samples.value, dtype=_I64)
         counts = _sample_counts(samples_raw, top.sample, (len(location_ids), len(values)))
+        if counts is None:
+            counts = (
+                np.fromiter(map(len, map(attrgetter("location_id"), message.sample)), _I64),
+                np.fromiter(map(len, map(attrgetter("value"), message.sample)), _I64),
+            )
         return cls(
             location_ids=location_ids,
             values=values,
-            n_values=counts[1] if counts else None,
-            n_locations=counts[0] if counts else None,
+            n_values=counts[1],
+            n_locations=counts[0],
             label_key=np.array(labels_all.key, dtype=_I64),
             label_str=np.array(labels_all.str, dtype=_I64),
             label_unit=np.array(labels_all.num_unit, dtype=_I64),
@@ -142,6 +192,9 @@ class Columns:
             line_function_ids=line_fids,
             lines_exact=_one_each(locations.line, 0x08, len(line_fids)),
             has_unknown=has_unknown,
+            defined_locations=_ids(message.location, len(message.location)),
+            defined_functions=_ids(message.function, len(message.function)),
+            defined_mappings=_ids(message.mapping, len(message.mapping)),
         )
 
 
@@ -231,9 +284,59 @@ def shallow(raw: bytes, limits: Limits = NO_LIMITS) -> Any:
     return top
 
 
-def decode(raw: bytes, limits: Limits = NO_LIMITS) -> tuple[Any, Columns]:
-    """The message and its flat columns, read as Go reads them (wire.sanitize where upb differs);
+@dataclass
+class Decoded:
+    """What decode() read: the outline and the columns, and the message if it was decoded."""
+
+    outline: Any  # schema.OUTLINE: the top level, samples, locations and functions as bytes
+    tables: Columns
+    message: Any | None  # schema.FULL; None: decode it from raw when needed (full_message)
+
+
+def _fromstring(kind: dict[str, type], data: bytes) -> Any:
+    try:
+        return kind["Profile"].FromString(data)
+    except DecodeError as exc:
+        if _out_of_memory(exc):
+            raise MemoryError(str(exc)) from None
+        raise
+
+
+def full_message(raw: bytes, has_unknown: bool) -> Any:
+    """The message of bytes that decode() read with the compiled core (upb reads them as Go)."""
+    message = _fromstring(FULL, raw)
+    if has_unknown:
+        message.DiscardUnknownFields()  # fields Go skips: drop them, as Go does
+    return message
+
+
+def message_of(outline: Any) -> Any:
+    """The full message of a ParsedProfile's outline (its payloads are what Go read)."""
+    message = _fromstring(FULL, outline.SerializeToString())
+    message.DiscardUnknownFields()  # fields Go skips, inside the payloads
+    return message
+
+
+def _outline(data: bytes, has_unknown: bool) -> Any:
+    outline = _fromstring(OUTLINE, data)
+    if has_unknown:
+        outline.DiscardUnknownFields()
+    return outline
+
+
+def decode(raw: bytes, limits: Limits = NO_LIMITS) -> Decoded:
+    """The outline and flat columns, read as Go reads them (wire.sanitize where upb differs);
     TooLarge past one of limits, before the costly decoding."""
+    tables = Columns.scanned(raw, limits)
+    if tables is not None:
+        with contextlib.suppress(DecodeError):  # cannot happen (scan.c reads as upb): go on
+            return Decoded(_outline(raw, tables.has_unknown), tables, None)
+    message, tables, source = _decode_python(raw, limits)
+    return Decoded(_outline(source, tables.has_unknown), tables, message)
+
+
+def _decode_python(raw: bytes, limits: Limits) -> tuple[Any, Columns, bytes]:
+    """The message, its columns and the bytes they were read from (raw, or what Go reads)."""
     top = shallow(raw, limits)
     try:
         message = FULL["Profile"].FromString(raw)
@@ -245,7 +348,7 @@ def decode(raw: bytes, limits: Limits = NO_LIMITS) -> tuple[Any, Columns]:
     if tables is not None:
         if tables.has_unknown:
             message.DiscardUnknownFields()  # fields Go skips: drop them, as Go does
-        return message, tables
+        return message, tables, raw
     if len(raw) > MAX_EXACT_BYTES:
         raise BadProfile(
             "this profile is malformed or unusually encoded (e.g. field number 0, wire types "
@@ -274,4 +377,4 @@ def decode(raw: bytes, limits: Limits = NO_LIMITS) -> tuple[Any, Columns]:
     tables = Columns.extract(clean, message, limits=limits)
     if tables is None:  # cannot happen: sanitize writes only what upb reads as Go does
         raise AssertionError("re-encoded profile still differs from Go's reading")
-    return message, tables
+    return message, tables, clean

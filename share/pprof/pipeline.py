@@ -1,10 +1,11 @@
 """Bytes -> validated pprof profile, accepting exactly what google/pprof's profile.ParseData does.
 
 parse() is the pipeline, one stage per module, none calling back up:
-inflate (gunzip every member within the size limit) -> decode (upb, with wire.py's exact copy of
-Go's decoder where upb would read the bytes differently) -> rules (pprof's checks, in bulk) ->
-ParsedProfile. A file that fails is shown to sniff, which names what it is if it is something
-else (a legacy text profile, perf.data, JSON, HTML...) and says how to get a protobuf.
+inflate (gunzip every member within the size limit) -> decode (the compiled scan.c, else upb,
+with wire.py's exact copy of Go's decoder where upb would read the bytes differently) -> rules
+(pprof's checks, in bulk) -> ParsedProfile. A file that fails is shown to sniff, which names
+what it is if it is something else (a legacy text profile, perf.data, JSON, HTML...) and says
+how to get a protobuf.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import BadProfile
-from .decode import Columns, decode
+from .decode import decode, full_message
 from .inflate import GZIP_MAGIC, gunzip, too_large
 from .limits import NO_LIMITS, Limits
 from .rules import explain, fast_ok
@@ -29,7 +30,9 @@ class ParsedProfile:
     """A profile google/pprof accepts, decoded, with its string table as text."""
 
     raw: bytes  # decompressed protobuf bytes, exactly as uploaded (hashed for the id)
-    message: Any  # profile.proto's fields; string_table holds bytes: use .strings / .string()
+    # The top level as Go reads it: every field of profile.proto but samples, locations and
+    # functions, which are kept as their encoded bytes (read them as columns, or use message).
+    outline: Any
     strings: list[str]  # the string table decoded as UTF-8 (invalid bytes become U+FFFD)
     was_gzip: bool  # the upload was gzip-compressed
     # Every sample's location ids, one sample after another, leaf first; sample i's are
@@ -38,6 +41,17 @@ class ParsedProfile:
     location_offsets: np.ndarray = field(repr=False)
     # values[i, j] is sample i's value for sample type j (int64, shape n_samples x n_types).
     values: np.ndarray = field(repr=False)
+    _message: Any = field(default=None, repr=False)  # see message
+    _unknown: bool = field(default=False, repr=False)  # raw holds fields Go skips
+
+    @property
+    def message(self) -> Any:
+        """profile.proto's fields; string_table holds bytes: use .strings / .string().
+        Decoded from raw on first use: upb's objects for every sample cost as much as the rest of
+        parsing, and most callers need only the outline and the columns."""
+        if self._message is None:
+            self._message = full_message(self.raw, self._unknown)
+        return self._message
 
     def string(self, index: int) -> str:
         """strings[index], or "" for an index outside the table (e.g. doc_url pprof ignores)."""
@@ -45,11 +59,11 @@ class ParsedProfile:
 
     def sample_types(self) -> list[tuple[str, str]]:
         """(type, unit) per sample value, e.g. [("samples", "count"), ("cpu", "nanoseconds")]."""
-        return [(self.string(st.type), self.string(st.unit)) for st in self.message.sample_type]
+        return [(self.string(st.type), self.string(st.unit)) for st in self.outline.sample_type]
 
     def default_sample_type(self) -> str | None:
         """The type named by default_sample_type if it is one of the sample types, else None."""
-        name = self.string(self.message.default_sample_type)
+        name = self.string(self.outline.default_sample_type)
         return name if name and any(name == t for t, _ in self.sample_types()) else None
 
     def default_sample_index(self) -> int:
@@ -61,32 +75,22 @@ class ParsedProfile:
     @property
     def n_samples(self) -> int:
         """Number of samples."""
-        return len(self.message.sample)
+        return len(self.outline.sample)
 
     @property
     def n_locations(self) -> int:
         """Number of locations."""
-        return len(self.message.location)
+        return len(self.outline.location)
 
     @property
     def n_functions(self) -> int:
         """Number of functions."""
-        return len(self.message.function)
+        return len(self.outline.function)
 
     @property
     def n_mappings(self) -> int:
         """Number of mappings."""
-        return len(self.message.mapping)
-
-
-def _stacks(message: Any, tables: Columns) -> np.ndarray:
-    """Offsets of each sample's location ids in tables.location_ids."""
-    counts = tables.n_locations
-    if counts is None:
-        counts = np.fromiter((len(s.location_id) for s in message.sample), np.int64)
-    offsets = np.zeros(len(counts) + 1, np.int64)
-    np.cumsum(counts, out=offsets[1:])
-    return offsets
+        return len(self.outline.mapping)
 
 
 def parse(data: bytes, *, max_profile_bytes: int, limits: Limits = NO_LIMITS) -> ParsedProfile:
@@ -106,21 +110,27 @@ def parse(data: bytes, *, max_profile_bytes: int, limits: Limits = NO_LIMITS) ->
     if not raw:
         raise BadProfile("empty file: the upload has no data")
     try:
-        message, tables = decode(raw, limits)
-        if not fast_ok(message, tables):
+        decoded = decode(raw, limits)
+        outline, tables, message = decoded.outline, decoded.tables, decoded.message
+        if not fast_ok(outline, tables):
+            if message is None:
+                message = full_message(raw, tables.has_unknown)
             explain(message)
     except BadProfile as err:
         what = describe(raw)
         if what is None:
             raise
         raise BadProfile(what) from err
-    n_types = len(message.sample_type)
+    offsets = np.zeros(len(tables.n_locations) + 1, np.int64)
+    np.cumsum(tables.n_locations, out=offsets[1:])
     return ParsedProfile(
         raw=raw,
-        message=message,
-        strings=[s.decode("utf-8", "replace") for s in message.string_table],
+        outline=outline,
+        strings=[s.decode("utf-8", "replace") for s in outline.string_table],
         was_gzip=was_gzip,
         location_ids=tables.location_ids,
-        location_offsets=_stacks(message, tables),
-        values=tables.values.reshape(len(message.sample), n_types),
+        location_offsets=offsets,
+        values=tables.values.reshape(len(outline.sample), len(outline.sample_type)),
+        _message=message,
+        _unknown=tables.has_unknown,
     )

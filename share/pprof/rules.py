@@ -1,13 +1,13 @@
 """Stage 3 of parse(): google/pprof's rules (postDecode string lookups, CheckValid) in bulk.
 
-`fast_ok` checks every rule on the numpy columns of decode.py; only when it finds a problem, or
-cannot be sure, does `explain` walk the profile in Go's order to name the first problem exactly.
+`fast_ok` checks every rule on the numpy columns of decode.py and the profile's top level (the
+outline); only when it finds a problem, or cannot be sure, does `explain` walk the full message
+in Go's order to name the first problem exactly.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -15,12 +15,7 @@ import numpy as np
 from ..errors import BadProfile
 from .decode import Columns
 
-_U64 = np.uint64
 _I64 = np.int64
-
-
-def _ids(items: Iterable[Any], n: int) -> np.ndarray:
-    return np.fromiter(map(attrgetter("id"), items), _U64, count=n)
 
 
 def _in_range(indices: np.ndarray, n_strings: int) -> bool:
@@ -28,7 +23,11 @@ def _in_range(indices: np.ndarray, n_strings: int) -> bool:
 
 
 def _unique_nonzero(ids: np.ndarray) -> bool:
-    return bool(not (ids == 0).any() and np.unique(ids).size == ids.size)
+    if ids.size and ids.min() == 0:
+        return False
+    if bool((ids[1:] > ids[:-1]).all()):
+        return True  # increasing (Go writes 1..n): no sort needed
+    return bool(np.unique(ids).size == ids.size)
 
 
 def _all_in(values: np.ndarray, ids: np.ndarray) -> bool:
@@ -53,7 +52,8 @@ def _all_in(values: np.ndarray, ids: np.ndarray) -> bool:
 
 
 def fast_ok(message: Any, tables: Columns) -> bool:
-    """Whether every pprof rule holds; False also when unsure (then `explain` decides)."""
+    """Whether every pprof rule holds; False also when unsure (then `explain` decides).
+    message: the outline (or the full message): only its top-level fields are read."""
     n_strings = len(message.string_table)
     if n_strings == 0 or message.string_table[0] != b"":
         return False
@@ -85,14 +85,11 @@ def fast_ok(message: Any, tables: Columns) -> bool:
         return False
     if n_types == 0 and n_samples:
         return False
-    n_values = tables.n_values
-    if n_values is None:
-        n_values = np.fromiter(map(len, map(attrgetter("value"), message.sample)), _I64, n_samples)
-    if (n_values != n_types).any():
+    if (tables.n_values != n_types).any():
         return False
-    location_ids = _ids(message.location, len(message.location))
-    function_ids = _ids(message.function, len(message.function))
-    mapping_ids = _ids(message.mapping, len(message.mapping))
+    location_ids = tables.defined_locations
+    function_ids = tables.defined_functions
+    mapping_ids = tables.defined_mappings
     return (
         _all_in(tables.location_ids, location_ids)
         and _unique_nonzero(mapping_ids)

@@ -2,6 +2,8 @@
 
 - FULL: profile.proto with string_table as bytes (Go keeps invalid UTF-8; proto3 strings refuse
   it). This is ParsedProfile.message.
+- OUTLINE: FULL with each sample, location and function kept as its encoded bytes: the top-level
+  fields, mappings and strings at a fraction of FULL's cost (ParsedProfile.outline).
 - SHALLOW: every message field as bytes, so one level is decoded at a time: parsing the joined
   payloads of, say, all samples as one Sample gives every location id in one array. Singular
   fields stay singular, so a wire type pprof rejects still lands in the unknown fields. On the
@@ -61,6 +63,11 @@ def _shallow(message: str, field: Any) -> None:
         field.label = _Field.LABEL_REPEATED
 
 
+def _outline(message: str, field: Any) -> None:
+    if message == "Profile" and field.name in ("sample", "location", "function"):
+        _as_bytes(field)
+
+
 def _all(message: str, field: Any) -> None:
     _as_bytes(field)
     field.label = _Field.LABEL_REPEATED
@@ -82,6 +89,7 @@ def _merged_labels(inner: Callable[[str, Any], None]) -> Callable[[str, Any], No
 
 
 FULL = _variant("pprofshare.full", lambda message, field: None)
+OUTLINE = _variant("pprofshare.outline", _outline)
 SHALLOW = _variant("pprofshare.shallow", _shallow)
 ALL = _variant("pprofshare.all", _all)
 LABELS_SHALLOW = _variant("pprofshare.labels_shallow", _merged_labels(_shallow))

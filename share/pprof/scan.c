@@ -1,0 +1,462 @@
+/* The compiled core of share.pprof's decoder (loaded by scan.py with ctypes; no Python API).
+ *
+ * pps_scan walks a decompressed profile once, exactly as Go's decoder (google/pprof's
+ * profile/proto.go) walks it, and either gives up or yields the flat columns decode.py's
+ * Columns holds. It gives up (returns a non-zero reason) on anything where upb might read the
+ * bytes otherwise than Go, or where Go would fail: a malformed or cut-off field, field number 0,
+ * a known field with a wire type Go refuses, groups, a singular field given twice, a 10-byte
+ * varint with bits past 64. Those files take the pure-Python path, which names the problem.
+ * Unknown fields Go skips are skipped here too (and reported, so that upb's copy is dropped).
+ *
+ * Called twice: with outs NULL it only counts (so the caller can check its limits before any
+ * allocation), then with outs pointing at arrays of exactly those sizes, which it fills.
+ * It needs nothing but <stdint.h> and <stddef.h>: no allocation, no libc calls.
+ */
+#include <stddef.h>
+#include <stdint.h>
+
+#define PPS_VERSION 1
+
+/* counts[] */
+enum {
+    C_SAMPLES, C_IDS, C_VALUES, C_LABELS, C_LABEL_KEYS, C_LOCATIONS, C_LINES, C_FUNCTIONS,
+    C_MAPPINGS, C_STRINGS, C_UNKNOWN, C_COUNTS
+};
+/* outs[]: int64 or uint64 arrays, sized by counts */
+enum {
+    O_SAMPLE_IDS,      /* [samples] location ids per sample */
+    O_SAMPLE_VALUES,   /* [samples] values per sample */
+    O_LOCATION_IDS,    /* [ids] every Sample.location_id */
+    O_VALUES,          /* [values] every Sample.value */
+    O_LABEL_KEY,       /* [labels] each Label's key (0 when absent, as Go reads it) */
+    O_LABEL_STR,       /* [labels] */
+    O_LABEL_UNIT,      /* [labels] num_unit */
+    O_LOC_ID,          /* [locations] Location.id */
+    O_LINE_FUNCTION,   /* [lines] Line.function_id */
+    O_FUNCTION_ID,     /* [functions] */
+    O_FUNCTION_NAMES,  /* [3 * functions]: name, system_name, filename of each */
+    O_MAPPING_ID,      /* [mappings] */
+    O_MAPPING_NAMES,   /* [2 * mappings]: filename, build_id of each */
+    O_OUTS
+};
+
+/* Why a file is left to the pure-Python path (reasons, for tests and debugging). */
+enum { OK, MALFORMED, FIELD_ZERO, ODD_TAG, WIRE_TYPE, REPEATED_SINGULAR, LONG_VARINT };
+
+typedef struct {
+    int64_t n[C_COUNTS];
+    void **out; /* NULL while counting */
+} state;
+
+typedef struct {
+    const uint8_t *p, *end;
+} cursor;
+
+/* Go's decodeVarint, refusing what upb might read otherwise: >10 bytes, or bits past 64. */
+static int long_varint(cursor *c, uint64_t *value) {
+    uint64_t x = 0;
+    for (int i = 0; i < 10; i++) {
+        if (c->p >= c->end)
+            return MALFORMED;
+        uint8_t b = *c->p++;
+        if (i == 9 && b > 1)
+            return LONG_VARINT;
+        x |= (uint64_t)(b & 0x7F) << (7 * i);
+        if (b < 0x80) {
+            *value = x;
+            return OK;
+        }
+    }
+    return MALFORMED;
+}
+
+static inline int varint(cursor *c, uint64_t *value) {
+    if (c->p < c->end && *c->p < 0x80) { /* most are one byte */
+        *value = *c->p++;
+        return OK;
+    }
+    return long_varint(c, value);
+}
+
+typedef struct {
+    uint32_t num;
+    int wire;
+    uint64_t value;           /* wire type 0 */
+    const uint8_t *from, *to; /* wire type 2: the payload */
+} field;
+
+/* The next field; unknown fixed-width fields are read here too (and skipped by the caller). */
+static int next(cursor *c, field *f) {
+    const uint8_t *start = c->p;
+    uint64_t tag;
+    int rc = varint(c, &tag);
+    if (rc)
+        return rc;
+    /* upb reads tags as 32 bits, Go as 64; and leave non-minimal tags to the exact decoder. */
+    if (tag > 0xFFFFFFFFu || (c->p - start > 1 && c->p[-1] == 0))
+        return ODD_TAG;
+    f->num = (uint32_t)(tag >> 3);
+    f->wire = (int)(tag & 7);
+    if (f->num == 0)
+        return FIELD_ZERO;
+    switch (f->wire) {
+    case 0:
+        return varint(c, &f->value);
+    case 1:
+    case 5: {
+        ptrdiff_t size = f->wire == 1 ? 8 : 4;
+        if (c->end - c->p < size)
+            return MALFORMED;
+        c->p += size;
+        return OK;
+    }
+    case 2: {
+        uint64_t size;
+        rc = varint(c, &size);
+        if (rc)
+            return rc;
+        if (size > (uint64_t)(c->end - c->p))
+            return MALFORMED;
+        f->from = c->p;
+        f->to = c->p + size;
+        c->p = f->to;
+        return OK;
+    }
+    default: /* groups (3, 4): Go refuses them even where it would skip the field; 6, 7 */
+        return WIRE_TYPE;
+    }
+}
+
+
+/* A field number this message does not have: Go skips it, upb keeps it among unknown fields. */
+static int unknown(state *s) {
+    s->n[C_UNKNOWN]++;
+    return OK;
+}
+
+/* A singular varint field: the right wire type, and at most once (Go and upb would both keep
+ * the last one, but the pure-Python path's columns hold every occurrence: it decides those). */
+static int singular(const field *f, uint32_t *seen) {
+    if (f->wire != 0)
+        return WIRE_TYPE;
+    uint32_t bit = 1u << f->num;
+    if (*seen & bit)
+        return REPEATED_SINGULAR;
+    *seen |= bit;
+    return OK;
+}
+
+/* A field upb knows but google/pprof does not (Line.column, Profile.doc_url): as a varint upb
+ * reads it and Go skips it; otherwise it is unknown to both. */
+static int extra(state *s, const field *f) {
+    return f->wire == 0 ? OK : unknown(s);
+}
+
+/* Repeated varints, packed or not, into out[at...] (when out is not NULL); *count of them. */
+static int varints(const field *f, uint64_t *out, int64_t at, int64_t *count) {
+    if (f->wire == 0) {
+        if (out)
+            out[at] = f->value;
+        *count = 1;
+        return OK;
+    }
+    if (f->wire != 2)
+        return WIRE_TYPE;
+    const uint8_t *p = f->from, *end = f->to;
+    if (p < end && end[-1] >= 0x80)
+        return MALFORMED; /* the last varint runs past the packed run */
+    int64_t n = 0;
+    if (!out) {
+        /* Counting: every byte below 0x80 ends a varint. Branch-free (the lengths vary too much
+         * to predict); the longest run of continuation bytes is checked afterwards. */
+        unsigned run = 0, longest = 0;
+        for (const uint8_t *q = p; q < end; q++) {
+            unsigned more = *q >> 7;
+            n += more ^ 1;
+            run = (run + 1) & (0u - more);
+            longest = run > longest ? run : longest;
+        }
+        if (longest >= 9) { /* a 10-byte varint or longer: the exact check, byte by byte */
+            cursor c = {p, end};
+            uint64_t v;
+            while (c.p < c.end) {
+                int rc = long_varint(&c, &v);
+                if (rc)
+                    return rc;
+            }
+        }
+    } else {
+        /* Filling the same bytes, which counting found well-formed (and ending in a byte
+         * below 0x80, so no varint reads past end). */
+        while (p < end) {
+            uint64_t x = *p++;
+            if (x >= 0x80) {
+                x &= 0x7F;
+                int shift = 7;
+                uint8_t b;
+                do {
+                    b = *p++;
+                    x |= (uint64_t)(b & 0x7F) << shift;
+                    shift += 7;
+                } while (b >= 0x80);
+            }
+            out[at + n++] = x;
+        }
+    }
+    *count = n;
+    return OK;
+}
+
+#define OUT(s, k) ((uint64_t *)(s)->out[k])
+#define BIT(n) (1u << (n))
+
+static int value_type(state *s, cursor c) {
+    uint32_t seen = 0;
+    field f;
+    while (c.p < c.end) {
+        int rc = next(&c, &f);
+        if (!rc)
+            rc = f.num <= 2 ? singular(&f, &seen) : unknown(s);
+        if (rc)
+            return rc;
+    }
+    return OK;
+}
+
+static int label(state *s, cursor c) {
+    uint32_t seen = 0;
+    uint64_t v[5] = {0};
+    field f;
+    while (c.p < c.end) {
+        int rc = next(&c, &f);
+        if (!rc && f.num <= 4) {
+            rc = singular(&f, &seen);
+            v[f.num] = f.value;
+        } else if (!rc) {
+            rc = unknown(s);
+        }
+        if (rc)
+            return rc;
+    }
+    int64_t i = s->n[C_LABELS]++;
+    s->n[C_LABEL_KEYS] += (seen & BIT(1)) != 0;
+    if (s->out) {
+        OUT(s, O_LABEL_KEY)[i] = v[1];
+        OUT(s, O_LABEL_STR)[i] = v[2];
+        OUT(s, O_LABEL_UNIT)[i] = v[4];
+    }
+    return OK;
+}
+
+static int sample(state *s, cursor c) {
+    int64_t ids = 0, values = 0, n = 0;
+    field f;
+    while (c.p < c.end) {
+        int rc = next(&c, &f);
+        if (rc)
+            return rc;
+        switch (f.num) {
+        case 1:
+            rc = varints(&f, s->out ? OUT(s, O_LOCATION_IDS) : NULL, s->n[C_IDS], &n);
+            s->n[C_IDS] += n;
+            ids += n;
+            break;
+        case 2:
+            rc = varints(&f, s->out ? OUT(s, O_VALUES) : NULL, s->n[C_VALUES], &n);
+            s->n[C_VALUES] += n;
+            values += n;
+            break;
+        case 3:
+            rc = f.wire == 2 ? label(s, (cursor){f.from, f.to}) : WIRE_TYPE;
+            break;
+        default:
+            rc = unknown(s);
+        }
+        if (rc)
+            return rc;
+        n = 0;
+    }
+    int64_t i = s->n[C_SAMPLES]++;
+    if (s->out) {
+        OUT(s, O_SAMPLE_IDS)[i] = (uint64_t)ids;
+        OUT(s, O_SAMPLE_VALUES)[i] = (uint64_t)values;
+    }
+    return OK;
+}
+
+static int mapping(state *s, cursor c) {
+    uint32_t seen = 0;
+    uint64_t v[11] = {0};
+    field f;
+    while (c.p < c.end) {
+        int rc = next(&c, &f);
+        if (!rc && f.num <= 10) {
+            rc = singular(&f, &seen);
+            v[f.num] = f.value;
+        } else if (!rc) {
+            rc = unknown(s);
+        }
+        if (rc)
+            return rc;
+    }
+    int64_t i = s->n[C_MAPPINGS]++;
+    if (s->out) {
+        OUT(s, O_MAPPING_ID)[i] = v[1];
+        OUT(s, O_MAPPING_NAMES)[2 * i] = v[5];
+        OUT(s, O_MAPPING_NAMES)[2 * i + 1] = v[6];
+    }
+    return OK;
+}
+
+static int line(state *s, cursor c) {
+    uint32_t seen = 0;
+    uint64_t function_id = 0;
+    field f;
+    while (c.p < c.end) {
+        int rc = next(&c, &f);
+        if (!rc && f.num <= 2) {
+            rc = singular(&f, &seen);
+            if (f.num == 1)
+                function_id = f.value;
+        } else if (!rc) {
+            rc = f.num == 3 ? extra(s, &f) : unknown(s);
+        }
+        if (rc)
+            return rc;
+    }
+    int64_t i = s->n[C_LINES]++;
+    if (s->out)
+        OUT(s, O_LINE_FUNCTION)[i] = function_id;
+    return OK;
+}
+
+static int location(state *s, cursor c) {
+    uint32_t seen = 0;
+    uint64_t id = 0;
+    field f;
+    while (c.p < c.end) {
+        int rc = next(&c, &f);
+        if (rc)
+            return rc;
+        if (f.num == 4)
+            rc = f.wire == 2 ? line(s, (cursor){f.from, f.to}) : WIRE_TYPE;
+        else if (f.num <= 5)
+            rc = singular(&f, &seen);
+        else
+            rc = unknown(s);
+        if (rc)
+            return rc;
+        if (f.num == 1)
+            id = f.value;
+    }
+    int64_t i = s->n[C_LOCATIONS]++;
+    if (s->out)
+        OUT(s, O_LOC_ID)[i] = id;
+    return OK;
+}
+
+static int function(state *s, cursor c) {
+    uint32_t seen = 0;
+    uint64_t v[6] = {0};
+    field f;
+    while (c.p < c.end) {
+        int rc = next(&c, &f);
+        if (!rc && f.num <= 5) {
+            rc = singular(&f, &seen);
+            v[f.num] = f.value;
+        } else if (!rc) {
+            rc = unknown(s);
+        }
+        if (rc)
+            return rc;
+    }
+    int64_t i = s->n[C_FUNCTIONS]++;
+    if (s->out) {
+        OUT(s, O_FUNCTION_ID)[i] = v[1];
+        for (int k = 0; k < 3; k++)
+            OUT(s, O_FUNCTION_NAMES)[3 * i + k] = v[2 + k];
+    }
+    return OK;
+}
+
+static int profile(state *s, cursor c) {
+    uint32_t seen = 0;
+    field f;
+    while (c.p < c.end) {
+        int rc = next(&c, &f);
+        if (rc)
+            return rc;
+        cursor inner = {f.from, f.to};
+        int64_t n;
+        switch (f.num) {
+        case 1:
+            rc = f.wire == 2 ? value_type(s, inner) : WIRE_TYPE;
+            break;
+        case 2:
+            rc = f.wire == 2 ? sample(s, inner) : WIRE_TYPE;
+            break;
+        case 3:
+            rc = f.wire == 2 ? mapping(s, inner) : WIRE_TYPE;
+            break;
+        case 4:
+            rc = f.wire == 2 ? location(s, inner) : WIRE_TYPE;
+            break;
+        case 5:
+            rc = f.wire == 2 ? function(s, inner) : WIRE_TYPE;
+            break;
+        case 6:
+            rc = f.wire == 2 ? OK : WIRE_TYPE;
+            s->n[C_STRINGS]++;
+            break;
+        case 11: /* period_type: Go replaces a second one, upb merges them */
+            if (f.wire != 2)
+                rc = WIRE_TYPE;
+            else if (seen & BIT(11))
+                rc = REPEATED_SINGULAR;
+            else
+                rc = value_type(s, inner);
+            seen |= BIT(11);
+            break;
+        case 13: /* comment */
+            rc = varints(&f, NULL, 0, &n);
+            break;
+        case 15:
+            rc = extra(s, &f);
+            break;
+        case 7:
+        case 8:
+        case 9: /* time_nanos: a second one may be Go's "concatenated profiles" */
+        case 10:
+        case 12:
+        case 14:
+            rc = singular(&f, &seen);
+            break;
+        default:
+            rc = unknown(s);
+        }
+        if (rc)
+            return rc;
+    }
+    return OK;
+}
+
+int64_t pps_version(void) {
+    return PPS_VERSION;
+}
+
+int64_t pps_counts(void) {
+    return C_COUNTS;
+}
+
+int64_t pps_outs(void) {
+    return O_OUTS;
+}
+
+/* 0 and the columns (counts[], and outs[] when not NULL), or why the file is left to Python. */
+int pps_scan(const uint8_t *data, int64_t size, int64_t *counts, void **outs) {
+    state s = {{0}, outs};
+    int rc = profile(&s, (cursor){data, data + size});
+    for (int k = 0; k < C_COUNTS; k++)
+        counts[k] = s.n[k];
+    return rc;
+}

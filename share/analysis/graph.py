@@ -89,7 +89,7 @@ def _merged_weights(t: Tables, w: np.ndarray) -> np.ndarray:
     or an int64 sum wraps; those profiles get the exact merge, the others are left as they are.
     """
     w = np.asarray(w, dtype=_I64)
-    if not len(w):
+    if not len(w) or t.merged:
         return w
     same_sign = bool((w >= 0).all() or (w <= 0).all())
     small = float(np.abs(w.astype(np.float64)).sum()) < 2.0**62

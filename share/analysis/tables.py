@@ -54,6 +54,7 @@ class Tables:
     line_off: np.ndarray
     func_name: list[str]  # after the demangling heuristic
     func_names: tuple[list[str], list[str], list[str]]  # name, system_name, filename as stored
+    func_strings: np.ndarray  # [n_functions, 3] their string indices (len(strings): outside)
     func_start: list[int]
     map_start: list[int]
     map_file: list[str]  # the file Merge keeps for the mapping
@@ -62,6 +63,9 @@ class Tables:
     drop_frames: str
     keep_frames: str
     message: Any = field(repr=False)
+    # The samples are profile.Merge's output (unique by its key, none all-zero): graph.py has
+    # nothing left to sum. Set by merge.py; a parsed upload is taken as it comes.
+    merged: bool = False
     _labels: tuple[np.ndarray, ...] | None = field(default=None, repr=False)
     _stacks: Stacks | None = field(default=None, repr=False)
     _graphs: dict[int | None, Graph] = field(default_factory=dict, repr=False)
@@ -239,11 +243,12 @@ def _build_tables(parsed: Any) -> Tables:
     n_func = len(fbuf)
     func_ids = pc.last_value(ff, 1, n_func)
     padded = strings + [""]  # an index outside the table reads as "" (pprof's getString)
-    cols = []
+    cols, indices = [], []
     for k in (2, 3, 4):
         idx = pc.last_value(ff, k, n_func).view(_I64)
         idx = np.where((idx >= 0) & (idx < len(strings)), idx, len(strings))
         cols.append([padded[i] for i in idx.tolist()])
+        indices.append(idx)
     names, systems, files = cols
 
     return Tables(
@@ -261,6 +266,7 @@ def _build_tables(parsed: Any) -> Tables:
         line_off=line_off,
         func_name=demangled_names(names, systems),
         func_names=(names, systems, files),
+        func_strings=np.stack(indices, axis=1) if n_func else np.zeros((0, 3), dtype=_I64),
         func_start=pc.last_value(ff, 5, n_func).view(_I64).tolist(),
         map_start=map_start,
         map_file=map_file,

@@ -27,9 +27,13 @@ DEFAULTS: dict[str, Any] = {
     "DEFAULT_EXPIRY": "30d",
     # Longest expiry an uploader may ask for: a duration, or "never" for no limit.
     "MAX_EXPIRY": "never",
+    # Most profiles one merge may combine, or one diff (the profile and its bases).
+    "MERGE_MAX_PROFILES": 64,
+    # Largest total size, decompressed, of the profiles one merge or diff combines, in bytes.
+    "MERGE_MAX_BYTES": 512 * MiB,
 }
 
-_INT_SETTINGS = {"MAX_UPLOAD_BYTES", "MAX_PROFILE_BYTES"}
+_INT_SETTINGS = {"MAX_UPLOAD_BYTES", "MAX_PROFILE_BYTES", "MERGE_MAX_PROFILES", "MERGE_MAX_BYTES"}
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "y": 365 * 86400}
 _DURATION = re.compile(r"^\s*(\d+)\s*([smhdwy])\s*$")
 
@@ -63,7 +67,8 @@ def load(environ: Mapping[str, str], overrides: Mapping[str, Any] | None = None)
                 raise ValueError
         except (TypeError, ValueError):
             raise ConfigError(
-                f"SHARE_{name}={settings[name]!r}: expected a positive number of bytes"
+                f"SHARE_{name}={settings[name]!r}: expected a positive number"
+                + ("" if name == "MERGE_MAX_PROFILES" else " of bytes")
             ) from None
     for name in ("DEFAULT_EXPIRY", "MAX_EXPIRY"):
         try:

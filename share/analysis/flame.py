@@ -20,10 +20,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..pprof import columns as pc
-from .units import abs64, go_int64, wrap64
+from .units import abs64, go_int64
 
 if TYPE_CHECKING:
     from .graph import Graph
+    from .stacks import Stacks
 
 _I64 = np.int64
 # The page's default: the heaviest 50 000 nodes. On the large CPU profiles of bench/ that is
@@ -40,14 +41,9 @@ def flamegraph(
 
     Both limits apply; 0 turns one off (node_fraction=0, budget=0 keeps every node).
     """
-    st = g.stacks
-    t = _tree(
-        st.frame_node, st.frame_off, g.stack_weights, g.total, len(st.names), node_fraction, budget
+    t, order, names, files, name_index = layout(
+        g.stacks, g.stack_weights[:, None], g.total, node_fraction, budget
     )
-    order = _preorder(t.parent, t.node, t.value, t.depth, st.name_ranks()[0])
-    used, name_of = np.unique(t.node[1:], return_inverse=True)
-    name_index = np.zeros(len(t.node), dtype=_I64)
-    name_index[1:] = name_of + 1
     tables = g.tables
     return {
         "sample_type": {"type": g.sample_type[0], "unit": g.sample_type[1]},
@@ -55,17 +51,17 @@ def flamegraph(
         "sample_types": [{"type": a, "unit": b} for a, b in tables.sample_types],
         "default_sample_index": tables.sample_index(None),
         "total": g.total,
-        "names": [""] + [st.names[n] for n in used.tolist()],
-        "files": [""] + [st.files[n] for n in used.tolist()],
+        "names": names,
+        "files": files,
         "nodes": {
-            "name": name_index[order].tolist(),
+            "name": name_index.tolist(),
             "depth": t.depth[order].tolist(),
-            "value": t.value[order].tolist(),
-            "self": t.self_[order].tolist(),
+            "value": t.value[order, 0].tolist(),
+            "self": t.self_[order, 0].tolist(),
         },
         "trimmed": {
             "nodes": t.hidden_nodes,
-            "value": t.hidden_value,
+            "value": int(t.hidden_value[0]),
             "max": t.hidden_max,
             "node_fraction": node_fraction,
             "budget": budget,
@@ -75,18 +71,33 @@ def flamegraph(
     }
 
 
+def layout(
+    st: Stacks, w: np.ndarray, total: int, node_fraction: float, budget: int
+) -> tuple[Tree, np.ndarray, list[str], list[str], np.ndarray]:
+    """The call tree of stacks weighted by the columns of w (column 0 decides the limits and
+    the order), in preorder: (tree, preorder of tree node ids, names, files, name per node)."""
+    t = _tree(st.frame_node, st.frame_off, w, total, len(st.names), node_fraction, budget)
+    order = _preorder(t.parent, t.node, t.value[:, 0], t.depth, st.name_ranks()[0])
+    used, name_of = np.unique(t.node[1:], return_inverse=True)
+    name_index = np.zeros(len(t.node), dtype=_I64)
+    name_index[1:] = name_of + 1
+    names = [""] + [st.names[n] for n in used.tolist()]
+    files = [""] + [st.files[n] for n in used.tolist()]
+    return t, order, names, files, name_index[order]
+
+
 @dataclass
 class Tree:
     """Tree nodes by id (0 is the root; a parent's id is below its children's)."""
 
     parent: np.ndarray  # -1 for the root
     node: np.ndarray  # graph node (function) of each tree node, -1 for the root
-    value: np.ndarray  # cumulative value
-    self_: np.ndarray  # value of the stacks ending here
+    value: np.ndarray  # cumulative value, one column per weight column
+    self_: np.ndarray  # value of the stacks ending here, per column
     depth: np.ndarray
     hidden_nodes: int  # subtrees cut off (counted by their top node)
-    hidden_value: int  # their summed value
-    hidden_max: int  # the largest |value| among them
+    hidden_value: np.ndarray  # their summed value, per column
+    hidden_max: int  # the largest |value| among them (column 0)
 
 
 class _Heaviest:
@@ -171,22 +182,22 @@ def _tree(
 
     Candidates are built while they may still be among the heaviest `budget` nodes (at most
     about `budget` plus one level of them); the final choice is made once all are known.
-    Each stack left unfollowed records where it was cut (its parent) and its weight.
+    Each stack left unfollowed records where it was cut (its parent) and its weight. w has a
+    row per stack and a column per weight summed alike; column 0 is the one the limits see.
     """
     cutoff = abs64(go_int64(float(total) * node_fraction))
     heaviest = _Heaviest(budget) if budget > 0 else None
     length = np.diff(frame_off)
-    root_value = wrap64(int(w.sum(dtype=_I64))) if len(w) else 0
-    root_self = wrap64(int(w[length == 0].sum(dtype=_I64))) if len(w) else 0
+    k = w.shape[1]
     parents = [np.array([-1], dtype=_I64)]
     nodes = [np.array([-1], dtype=_I64)]
-    values = [np.array([root_value], dtype=_I64)]
-    selfs = [np.array([root_self], dtype=_I64)]
+    values = [w.sum(axis=0, dtype=_I64).reshape(1, k)]  # int64 sums wrap, as Go's
+    selfs = [w[length == 0].sum(axis=0, dtype=_I64).reshape(1, k)]
     depths = [np.array([0], dtype=_I64)]
     firsts = [np.array([0], dtype=_I64)]  # the first stack through each node: ties' last word
     weights = [np.array([np.iinfo(_I64).max], dtype=_I64)]  # for the budget; the root first
     cut_parent = [np.zeros(0, dtype=_I64)]  # subtrees never built: the node above them...
-    cut_value = [np.zeros(0, dtype=_I64)]  # ...and their value
+    cut_value = [np.zeros((0, k), dtype=_I64)]  # ...and their value
     next_id = 1
     active = np.flatnonzero(length > 0)
     par = np.zeros(len(active), dtype=_I64)
@@ -205,15 +216,15 @@ def _tree(
         inv = np.cumsum(new) - 1
         uniq = key[at]
         wa = w[active]
-        val = np.add.reduceat(wa, at)  # wraps around as Go's int64 sums do
-        mag = np.abs(val)  # np.abs leaves the minimum int64 negative, as abs64 does
+        val = np.add.reduceat(wa, at, axis=0)  # wraps around as Go's int64 sums do
+        mag = np.abs(val[:, 0])  # np.abs leaves the minimum int64 negative, as abs64 does
         weight = np.minimum(mag, par_weight[at])
         keep = mag >= cutoff if cutoff > 0 else np.ones(len(uniq), dtype=bool)
         if heaviest is not None:
             keep &= heaviest.admits(weight)
             heaviest.add(weight[keep])
         ends = length[active] == d + 1
-        own = np.add.reduceat(np.where(ends, wa, 0), at)
+        own = np.add.reduceat(np.where(ends[:, None], wa, 0), at, axis=0)
         cut_parent.append(uniq[~keep] // n_nodes)
         cut_value.append(val[~keep])
         n_keep = int(keep.sum())
@@ -239,19 +250,19 @@ def _tree(
             active, par, par_weight = active[order], par[order], par_weight[order]
             wa = w[active]
             n_left = length[active] - d
-            chain_weight = np.minimum(np.abs(wa), par_weight)
+            chain_weight = np.minimum(np.abs(wa[:, 0]), par_weight)
             take = heaviest.chain_take(chain_weight, n_left) if heaviest is not None else n_left
             first = pc.offsets(take)[:-1]
             chain_ids = next_id + np.arange(int(take.sum()), dtype=_I64)
             chain_parent = chain_ids - 1
             some = take > 0
             chain_parent[first[some]] = par[some]
-            chain_self = np.zeros(len(chain_ids), dtype=_I64)
+            chain_self = np.zeros((len(chain_ids), k), dtype=_I64)
             whole = take == n_left
             chain_self[(first + take - 1)[whole]] = wa[whole]
             parents.append(chain_parent)
             nodes.append(frame_node[pc.ranges(frame_off[active] + d, take)].astype(_I64))
-            values.append(np.repeat(wa, take))
+            values.append(np.repeat(wa, take, axis=0))
             selfs.append(chain_self)
             depths.append(pc.ranges(np.full(len(active), d + 1, dtype=_I64), take))
             firsts.append(np.repeat(active, take))
@@ -298,8 +309,8 @@ def _choose(
         self_=self_[keep],
         depth=depth[keep],
         hidden_nodes=len(hidden),
-        hidden_value=wrap64(int(hidden.sum(dtype=_I64))),
-        hidden_max=int(np.abs(hidden).max()) if len(hidden) else 0,
+        hidden_value=hidden.sum(axis=0, dtype=_I64),  # wraps, as Go's sums
+        hidden_max=int(np.abs(hidden[:, 0]).max()) if len(hidden) else 0,
     )
 
 

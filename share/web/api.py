@@ -9,10 +9,11 @@ from urllib.parse import quote
 from flask import Response, current_app, jsonify, redirect, request
 from werkzeug.routing import BaseConverter
 
+from ..analysis import options
 from ..core import Share, Upload
 from ..errors import ShareError
 from ..store.meta import Record
-from .errors import wants_html, wants_json
+from .errors import accepts_json, wants_html, wants_json
 
 TOKEN_COOKIE = "share_token_{}"
 
@@ -66,7 +67,7 @@ def _expiry_choice() -> str | None:
     return form_value or request.headers.get("Expires-In") or request.args.get("expires")
 
 
-def _reply(upload: Upload) -> Response:
+def _reply(upload: Upload, as_json: bool | None = None) -> Response:
     """The link as text for curl, JSON on request, a redirect for a browser's form post."""
     record = upload.record
     body = record_json(record)
@@ -74,7 +75,7 @@ def _reply(upload: Upload) -> Response:
     if upload.delete_token:
         body["delete_token"] = upload.delete_token
     status = 201 if upload.created else 200
-    if wants_json():
+    if wants_json() if as_json is None else as_json:
         response = jsonify(body)
         response.status_code = status
     elif wants_html() and request.mimetype == "multipart/form-data":
@@ -99,7 +100,10 @@ def _reply(upload: Upload) -> Response:
 
 
 def upload_post() -> Response:
-    """curl -F file=@p.pb.gz, curl --data-binary @p.pb.gz, a browser form or drop."""
+    """curl -F file=@p.pb.gz, curl --data-binary @p.pb.gz, a browser form or drop;
+    with ?merge=1, the form's files merged into one profile."""
+    if request.args.get("merge", "") not in ("", "0"):
+        return _merge_files()
     if request.mimetype == "multipart/form-data":
         files = [f for f in request.files.getlist("file") if f.filename or f.content_length]
         if not files:
@@ -113,6 +117,36 @@ def upload_post() -> Response:
         title = request.headers.get("X-Title", "") or request.args.get("title", "")
     upload = share().upload(data, title=title, expires=_expiry_choice())
     return _reply(upload)
+
+
+def _merge_files() -> Response:
+    """curl -F file=@a.pb.gz -F file=@b.pb.gz 'HOST/?merge=1': one new profile of them all."""
+    files = request.files.getlist("file") if request.mimetype == "multipart/form-data" else []
+    if not files:
+        raise ShareError(
+            "a merge takes the files as a form, each in a field 'file': "
+            "curl -F file=@a.pb.gz -F file=@b.pb.gz 'HOST/?merge=1'"
+        )
+    sources = [(f.filename or "", f.read()) for f in files]
+    title = request.form.get("title", "")
+    return _reply(share().merge(sources, title=title, expires=_expiry_choice()))
+
+
+def merge() -> Response:
+    """POST /api/v1/merge {"profiles": ["ID or link", ...], "title"?, "expires"?}: the stored
+    profiles merged into a new one, answered as an upload (the link; JSON on request)."""
+    body = request.get_json(silent=True)
+    refs = body.get("profiles") if isinstance(body, dict) else None
+    if not isinstance(refs, list) or not all(isinstance(r, str) for r in refs):
+        raise ShareError('send JSON {"profiles": ["<id or link>", ...]} to merge stored profiles')
+    try:
+        ids = [options.profile_ref(r) for r in refs]
+    except options.OptionError as exc:
+        raise ShareError(f"profiles: {exc}") from None
+    title = body.get("title") if isinstance(body.get("title"), str) else ""
+    expires = body.get("expires") if isinstance(body.get("expires"), str) else None
+    upload = share().merge(ids, title=title, expires=expires or _expiry_choice())
+    return _reply(upload, as_json=accepts_json())
 
 
 def upload_put(filename: str) -> Response:

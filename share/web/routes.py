@@ -31,6 +31,8 @@ ROUTES: list[tuple[str, list[str], Callable[..., object]]] = [
     ("/api/v1/profiles/<pid:pid>", GET, api.record),
     ("/api/v1/profiles/<pid:pid>/flamegraph", GET, reports.flamegraph),
     ("/api/v1/profiles/<pid:pid>/top", GET, reports.top),
+    # combining: merges stored as new profiles (POST /?merge=1 takes files: upload_post)
+    ("/api/v1/merge", POST, api.merge),
 ]
 
 

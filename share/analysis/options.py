@@ -75,7 +75,12 @@ def parse(
         options["budget"] = _int_arg(args, "budget", default)
     elif view in ("top", "toptext"):
         options["node_count"] = _int_arg(args, "n", 0)
-    options.update(_diff_args(args))
+    diff = _diff_args(args)
+    if diff and not args.get("si"):
+        # A diff's default type is the combination's (the first default among the profile and
+        # its bases, as Merge keeps it): the view resolves None once it has combined them.
+        options["sample_index"] = None
+    options.update(diff)
     return options
 
 

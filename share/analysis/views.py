@@ -33,10 +33,17 @@ def _encode(doc: dict[str, Any]) -> bytes:
     return orjson.dumps(doc)
 
 
-def shown(profiles: Sequence[ParsedProfile], options: Mapping[str, Any]) -> combine.Shown:
-    """What the views of profiles with these options show: a profile, or a diff."""
+def shown(
+    profiles: Sequence[ParsedProfile], options: Mapping[str, Any]
+) -> tuple[combine.Shown, int | None]:
+    """What the views of profiles with these options show (a profile, or a diff), and the
+    sample type: a diff's None is the combination's default (options.parse)."""
     mode, _, normalize = diff_of(options)
-    return combine.shown(profiles, mode, normalize)
+    s = combine.shown(profiles, mode, normalize)
+    index = options["sample_index"]
+    if mode and index is None:
+        index = s.tables.sample_index(None)
+    return s, index
 
 
 def flamegraph_doc(
@@ -94,23 +101,22 @@ def top_text(parsed: ParsedProfile, index: int | None, node_count: int) -> bytes
 
 
 def _flamegraph(ps: Sequence[ParsedProfile], o: Mapping[str, Any]) -> bytes:
-    s = shown(ps, o)
+    s, index = shown(ps, o)
     if s.diff:
-        doc = diffview.flamegraph(s, o["sample_index"], o["node_fraction"], o["budget"])
-    else:
-        doc = flamegraph_doc(s.tables, o["sample_index"], o["node_fraction"], o["budget"])
-    return _encode(doc)
+        return _encode(diffview.flamegraph(s, index, o["node_fraction"], o["budget"]))
+    return _encode(flamegraph_doc(s.tables, index, o["node_fraction"], o["budget"]))
 
 
 def _top(ps: Sequence[ParsedProfile], o: Mapping[str, Any]) -> bytes:
-    s = shown(ps, o)
+    s, index = shown(ps, o)
     if s.diff:
-        return _encode(diffview.top_table(s, o["sample_index"], o["node_count"]))
-    return _encode(top_doc(s.tables, o["sample_index"], o["node_count"]))
+        return _encode(diffview.top_table(s, index, o["node_count"]))
+    return _encode(top_doc(s.tables, index, o["node_count"]))
 
 
 def _toptext(ps: Sequence[ParsedProfile], o: Mapping[str, Any]) -> bytes:
-    return top_text_of(shown(ps, o).tables, o["sample_index"], o["node_count"])
+    s, index = shown(ps, o)
+    return top_text_of(s.tables, index, o["node_count"])
 
 
 VERSION = "v5"

@@ -28,7 +28,7 @@ import numpy as np
 
 from .encode import encode
 from .merge import IncompatibleProfiles, Merged, merge
-from .prof import Prof, from_parsed, to_tables
+from .prof import Prof, from_parsed, sample_hashes, to_tables
 from .scaling import negate, normalize, scale_profiles, set_label
 from .tables import Tables, tables
 
@@ -98,6 +98,7 @@ def _compacted(parsed: Any) -> Prof:
     found = _COMPACT.get(parsed)
     if found is None:
         found = _COMPACT[parsed] = merge([from_parsed(parsed)]).prof
+        sample_hashes(found)  # kept with it: the merges it goes into look for equal keys
     return found
 
 

@@ -18,6 +18,7 @@ from . import flame
 from .combine import Shown
 from .graph import Graph, graph, node_sums
 from .top import columns, top
+from .units import wrap64
 
 _I64 = np.int64
 
@@ -57,9 +58,12 @@ def flamegraph(s: Shown, index: int | None, node_fraction: float, budget: int) -
     before_s = node_sums(st, before)[0]
     after_s = node_sums(st, after)[0]
     width = np.abs(before_s) + np.abs(after_s)
-    w = np.column_stack((width, g.stack_weights, before_s, after_s))
+    w = np.column_stack((width, before_s, after_s))
     root_width = int(width.sum(dtype=_I64))
     t, order, names, files, name_index = flame.layout(st, w, root_width, node_fraction, budget)
+    # pprof's signed values are after - before, stack by stack (the merge summed the same
+    # int64s), so the tree's are too.
+    value, own = t.value[order], t.self_[order]
     doc = _header(s, g, before, after)
     doc.update(
         {
@@ -69,20 +73,20 @@ def flamegraph(s: Shown, index: int | None, node_fraction: float, budget: int) -
             "nodes": {
                 "name": name_index.tolist(),
                 "depth": t.depth[order].tolist(),
-                "value": t.value[order, 1].tolist(),
-                "self": t.self_[order, 1].tolist(),
-                "before": t.value[order, 2].tolist(),
-                "after": t.value[order, 3].tolist(),
-                "before_self": t.self_[order, 2].tolist(),
-                "after_self": t.self_[order, 3].tolist(),
+                "value": (value[:, 2] - value[:, 1]).tolist(),
+                "self": (own[:, 2] - own[:, 1]).tolist(),
+                "before": value[:, 1].tolist(),
+                "after": value[:, 2].tolist(),
+                "before_self": own[:, 1].tolist(),
+                "after_self": own[:, 2].tolist(),
             },
             "trimmed": {
                 "nodes": t.hidden_nodes,
-                "value": int(t.hidden_value[1]),
+                "value": wrap64(int(t.hidden_value[2]) - int(t.hidden_value[1])),
                 "max": t.hidden_max,
                 "width": int(t.hidden_value[0]),
-                "before": int(t.hidden_value[2]),
-                "after": int(t.hidden_value[3]),
+                "before": int(t.hidden_value[1]),
+                "after": int(t.hidden_value[2]),
                 "node_fraction": node_fraction,
                 "budget": budget,
             },

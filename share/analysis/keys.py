@@ -34,36 +34,30 @@ def _hashes(tokens: np.ndarray, off: np.ndarray) -> np.ndarray:
     return h
 
 
+Ragged = tuple[np.ndarray, np.ndarray]  # (int64 tokens, offsets): sequence i is off[i]:off[i + 1]
+
+
 def first_occurrence(
-    tokens: np.ndarray, off: np.ndarray, prefix: np.ndarray | None = None
+    *parts: Ragged, hashes: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(group of each sequence, first sequence of each group), groups numbered in order of
-    first occurrence. prefix, if given, is one more token per sequence (compared first)."""
-    tokens = np.asarray(tokens, dtype=_I64)
-    off = np.asarray(off, dtype=_I64)
-    n = len(off) - 1
+    """(group of each key, first key of each group), groups numbered in order of first
+    occurrence. Key i is the i-th sequence of every part; hashes, if given, are the keys'
+    hashes (equal keys must hash alike), else computed from the parts."""
+    parts = tuple((np.asarray(t, dtype=_I64), np.asarray(o, dtype=_I64)) for t, o in parts)
+    n = len(parts[0][1]) - 1
     if n == 0:
         return np.zeros(0, dtype=_I64), np.zeros(0, dtype=_I64)
-    h = _hashes(tokens, off)
-    if prefix is not None:
-        h ^= (np.asarray(prefix, dtype=_I64).astype(_U64) + np.uint64(7)) * _MULT[0]
-    _, first, group = np.unique(h, return_index=True, return_inverse=True)
-    group = group.reshape(-1)
+    if hashes is None:
+        hashes = _hashes(*parts[0])
+        for part in parts[1:]:
+            hashes = hashes * _MULT[1] + _hashes(*part)
+    group, first = _by_hash(hashes)
     rep = first[group]
-    lengths = np.diff(off)
-    bad = lengths[rep] != lengths
-    if prefix is not None:
-        bad |= prefix[rep] != prefix
-    same_len = np.flatnonzero(~bad & (rep != np.arange(n)))
-    if len(same_len):
-        entries = pc.ranges(off[:-1][same_len], lengths[same_len])
-        rep_entries = pc.ranges(off[:-1][rep[same_len]], lengths[same_len])
-        differs = tokens[entries] != tokens[rep_entries]
-        if differs.any():
-            owner = np.repeat(same_len, lengths[same_len])
-            bad[owner[differs]] = True
+    bad = np.zeros(n, dtype=bool)
+    for tokens, off in parts:
+        bad |= _differs(tokens, off, rep)
     if bad.any():
-        group = _regroup(tokens, off, prefix, group, bad)
+        group = _regroup(parts, group, bad)
     # Renumber the groups in order of their first member.
     first = np.full(int(group.max()) + 1, n, dtype=_I64)
     np.minimum.at(first, group, np.arange(n, dtype=_I64))
@@ -74,24 +68,43 @@ def first_occurrence(
     return rank[group], first[order]
 
 
-def _regroup(
-    tokens: np.ndarray,
-    off: np.ndarray,
-    prefix: np.ndarray | None,
-    group: np.ndarray,
-    bad: np.ndarray,
-) -> np.ndarray:
-    """Group again, by exact tuples, every sequence of a hash group that had a collision."""
+def _by_hash(h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(group of each element, first element of each group) of equal values (np.unique's
+    return_index and return_inverse, from one unstable sort: cheaper than its stable one)."""
+    order = np.argsort(h)
+    sorted_h = h[order]
+    new = np.ones(len(h), dtype=bool)
+    new[1:] = sorted_h[1:] != sorted_h[:-1]
+    starts = np.flatnonzero(new)
+    first = np.minimum.reduceat(order, starts)
+    group = np.empty(len(h), dtype=_I64)
+    group[order] = np.cumsum(new) - 1
+    return group, first
+
+
+def _differs(tokens: np.ndarray, off: np.ndarray, rep: np.ndarray) -> np.ndarray:
+    """Which sequences differ from the sequence rep names for them."""
+    lengths = np.diff(off)
+    bad = lengths[rep] != lengths
+    check = np.flatnonzero(~bad & (rep != np.arange(len(rep))))
+    if len(check):
+        entries = pc.ranges(off[:-1][check], lengths[check])
+        rep_entries = pc.ranges(off[:-1][rep[check]], lengths[check])
+        differs = tokens[entries] != tokens[rep_entries]
+        if differs.any():
+            bad[np.repeat(check, lengths[check])[differs]] = True
+    return bad
+
+
+def _regroup(parts: tuple[Ragged, ...], group: np.ndarray, bad: np.ndarray) -> np.ndarray:
+    """Group again, by exact tuples, every key of a hash group that had a collision."""
     suspect = np.zeros(int(group.max()) + 1, dtype=bool)
     suspect[group[bad]] = True
-    members = np.flatnonzero(suspect[group])
     group = group.copy()
-    seen: dict[tuple[int, ...], int] = {}
+    seen: dict[tuple[tuple[int, ...], ...], int] = {}
     next_id = int(group.max()) + 1
-    for i in members.tolist():
-        key = tuple(tokens[off[i] : off[i + 1]].tolist())
-        if prefix is not None:
-            key = (int(prefix[i]), *key)
+    for i in np.flatnonzero(suspect[group]).tolist():
+        key = tuple(tuple(t[o[i] : o[i + 1]].tolist()) for t, o in parts)
         found = seen.get(key)
         if found is None:
             found = seen[key] = next_id
@@ -112,3 +125,34 @@ def first_order(values: np.ndarray, size: int) -> np.ndarray:
     new[1:] = sorted_values[1:] != sorted_values[:-1]
     firsts = order[new]  # the first position of each distinct value (the sort is stable)
     return values[np.sort(firsts)]
+
+
+# --- hashes of pprof's keys, independent of how a profile numbers its items --------------
+def _mix(x: np.ndarray) -> np.ndarray:
+    """splitmix64's finalizer: every input bit reaches every output bit."""
+    x = x.astype(_U64, copy=True)
+    x ^= x >> np.uint64(30)
+    x *= np.uint64(0xBF58476D1CE4E5B9)
+    x ^= x >> np.uint64(27)
+    x *= np.uint64(0x94D049BB133111EB)
+    x ^= x >> np.uint64(31)
+    return x
+
+
+def combine(*parts: np.ndarray) -> np.ndarray:
+    """One hash of several columns (uint64 arithmetic wraps)."""
+    h = np.zeros(len(parts[0]), dtype=_U64)
+    for part in parts:
+        h = _mix(h * _MULT[0] + np.asarray(part).astype(_I64, copy=False).view(_U64))
+    return h
+
+
+def string_hashes(strings: list[bytes]) -> np.ndarray:
+    """A hash of each string's bytes (Python's: the same within one process, which is all the
+    hashes are for)."""
+    return np.fromiter((hash(s) for s in strings), dtype=_I64, count=len(strings)).view(_U64)
+
+
+def sequence_hashes(values: np.ndarray, off: np.ndarray) -> np.ndarray:
+    """A hash of each sequence values[off[i]:off[i + 1]] (uint64 values), order-sensitive."""
+    return _mix(_hashes(np.asarray(values).view(_I64), off))

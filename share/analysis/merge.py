@@ -13,7 +13,7 @@ locations and labels (per key, values in order; numeric ones with their units).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -21,7 +21,7 @@ from ..errors import ShareError
 from ..pprof import columns as pc
 from . import keys
 from .merge_out import Samples, assemble
-from .prof import Labels, Prof, lookup, map_key_string, retable
+from .prof import Labels, Prof, lookup, map_key_string, retable, sample_hashes
 from .units import wrap64
 
 _I64 = np.int64
@@ -93,7 +93,7 @@ def merge(profs: Sequence[Prof]) -> Merged:
         compatible(profs[0], p)
     prof, maps = _walk(profs)
     if prof.n_samples and not bool((prof.values != 0).any(axis=1).all()):
-        again = merge([prof])
+        again = merge([replace(prof, unique=False)])  # its zero samples are to be dropped
         maps = [lookup(again.sample_maps[0], m) for m in maps]
         prof = again.prof
     return Merged(prof, maps)
@@ -143,10 +143,16 @@ def _walk(profs: list[Prof]) -> tuple[Prof, list[np.ndarray]]:
     kept, locs_seen, maps_seen, funcs_seen = [], [], [], []
     any_mapping = False
     for p in profs:
-        nonzero = (p.values != 0).any(axis=1) if p.values.size else np.zeros(p.n_samples, bool)
-        k = np.flatnonzero(nonzero)
-        entries = p.stack_loc[pc.ranges(p.stack_off[:-1][k], np.diff(p.stack_off)[k])]
-        locs = keys.first_order(entries, len(p.loc_mapping))
+        if p.unique:  # a Merge output: no sample is all zero
+            k = np.arange(p.n_samples)
+        else:
+            nonzero = (p.values != 0).any(axis=1) if p.values.size else np.zeros(p.n_samples, bool)
+            k = np.flatnonzero(nonzero)
+        if p.ordered:
+            locs = np.arange(len(p.loc_mapping))
+        else:
+            entries = p.stack_loc[pc.ranges(p.stack_off[:-1][k], np.diff(p.stack_off)[k])]
+            locs = keys.first_order(entries, len(p.loc_mapping))
         m = p.loc_mapping[locs]
         m = m[m >= 0]
         if not any_mapping and len(p.map_start):  # the first mapping seen is the main binary
@@ -172,8 +178,8 @@ def _walk(profs: list[Prof]) -> tuple[Prof, list[np.ndarray]]:
             if j == len(map_reps):
                 map_reps.append((s, i))
             else:
-                rep = profs[map_reps[j][0]].map_start[map_reps[j][1]]
-                map_shift[s][i] = rep - p.map_start[i]  # uint64: wraps as Go's int64 offset
+                rep = int(profs[map_reps[j][0]].map_start[map_reps[j][1]])
+                map_shift[s][i] = (rep - int(p.map_start[i])) % (1 << 64)  # Go's int64 offset
             map_index[s][i] = j
 
     # Functions: keyed by (start line, name, system name, file name).
@@ -183,7 +189,7 @@ def _walk(profs: list[Prof]) -> tuple[Prof, list[np.ndarray]]:
     ]
     func_rows = np.concatenate(rows) if rows else np.zeros((0, 4), _I64)
     func_group, func_first = keys.first_occurrence(
-        func_rows.reshape(-1), np.arange(len(func_rows) + 1, dtype=_I64) * 4
+        (func_rows.reshape(-1), np.arange(len(func_rows) + 1, dtype=_I64) * 4)
     )
     func_index, at = [], 0
     for p, f in zip(profs, funcs_seen, strict=True):
@@ -212,7 +218,7 @@ def _walk(profs: list[Prof]) -> tuple[Prof, list[np.ndarray]]:
         loc_tokens.append(tok)
         loc_offs.append(off)
     all_off = _stack_offsets(loc_offs)
-    loc_group, loc_first = keys.first_occurrence(_concat(loc_tokens, _I64), all_off)
+    loc_group, loc_first = keys.first_occurrence((_concat(loc_tokens, _I64), all_off))
     at = 0
     for p, locs in zip(profs, locs_seen, strict=True):
         index = np.full(len(p.loc_mapping), -1, dtype=_I64)
@@ -286,8 +292,10 @@ def _samples(profs: list[Prof], kept: list[np.ndarray], loc_index: list[np.ndarr
     loc_parts, len_parts, lab_parts, owner_parts, tok_parts, src, idx = [], [], [], [], [], [], []
     base = 0
     for s, (p, k) in enumerate(zip(profs, kept, strict=True)):
-        lengths = np.diff(p.stack_off)[k]
-        loc_parts.append(loc_index[s][p.stack_loc[pc.ranges(p.stack_off[:-1][k], lengths)]])
+        every = len(k) == p.n_samples
+        lengths = np.diff(p.stack_off) if every else np.diff(p.stack_off)[k]
+        entries = p.stack_loc if every else p.stack_loc[pc.ranges(p.stack_off[:-1][k], lengths)]
+        loc_parts.append(loc_index[s][entries])
         len_parts.append(lengths)
         lab, owner, tok = _canonical_labels(p, k, base)
         lab_parts.append(lab)
@@ -302,17 +310,14 @@ def _samples(profs: list[Prof], kept: list[np.ndarray], loc_index: list[np.ndarr
     labels = Labels(*(_concat([getattr(x, f) for x in lab_parts], t) for f, t in _LABEL_FIELDS))
     label_tok = _concat(tok_parts, _I64)
     n = len(lengths)
-    if len(label_tok):
-        # tokens: the locations, then -1, then the label tokens (all grouped by candidate)
-        label_len = np.bincount(_concat(owner_parts, _I64), minlength=n)
-        off = pc.offsets(lengths + 1 + label_len)
-        tokens = np.empty(int(off[-1]), dtype=_I64)
-        tokens[pc.ranges(off[:-1], lengths)] = locs
-        tokens[off[:-1] + lengths] = -1
-        tokens[pc.ranges(off[:-1] + lengths + 1, label_len)] = label_tok
-        group, first = keys.first_occurrence(tokens, off)
-    else:
-        group, first = keys.first_occurrence(locs, locs_off)
+    label_off = pc.offsets(np.bincount(_concat(owner_parts, _I64), minlength=n))
+    hashes = None
+    if all(p.unique for p in profs):
+        # Each profile's own keys are unique: a hash of every sample's location keys (kept
+        # with the profile) and of its labels finds the keys that meet across profiles.
+        loc_hash = np.concatenate([sample_hashes(p)[k] for p, k in zip(profs, kept, strict=True)])
+        hashes = keys.combine(loc_hash, keys.sequence_hashes(label_tok, label_off))
+    group, first = keys.first_occurrence((locs, locs_off), (label_tok, label_off), hashes=hashes)
     return Samples(
         source=_concat(src, _I64),
         index=_concat(idx, _I64),

@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 
 from ..pprof import columns as pc
-from .prof import Labels, Prof, lookup
+from .prof import Labels, Origin, Prof, lookup
+from .tables import Tables
 
 _I64 = np.int64
 _U64 = np.uint64
@@ -90,6 +91,13 @@ def _cat(parts: list[np.ndarray], dtype: type) -> np.ndarray:
 def _samples(samples: Samples, n_types: int) -> dict[str, Any]:
     first = samples.first
     lengths = np.diff(samples.locs_off)
+    if len(first) == len(lengths):  # no two samples share a key: all kept as they are
+        return {
+            "stack_loc": samples.locs,
+            "stack_off": samples.locs_off,
+            "values": samples.values,
+            "labels": samples.labels,
+        }
     stack_loc = samples.locs[pc.ranges(samples.locs_off[:-1][first], lengths[first])]
     values = np.zeros((len(first), n_types), dtype=_I64)
     np.add.at(values, samples.group, samples.values)  # int64 sums wrap, as Go's
@@ -141,5 +149,46 @@ def assemble(
         **_locations(profs, maps, func_index, locs[0], locs[1]),
         **_samples(samples, len(header["sample_types"])),
         func_names=names,
+        unique_strings=True,
+        unique=True,
+        ordered=True,
+        sample_hash=_first_of(profs, samples, [p.sample_hash for p in profs]),
+        origin=_origin(profs, samples),
     )
     return prof, sample_maps
+
+
+def _first_of(
+    profs: list[Prof], samples: Samples, per_input: list[np.ndarray | None]
+) -> np.ndarray | None:
+    """A per-sample array of the inputs, for each merged sample's first member."""
+    if any(a is None for a in per_input):
+        return None
+    out = np.empty(len(samples.first), dtype=per_input[0].dtype)  # type: ignore[union-attr]
+    source, index = samples.source[samples.first], samples.index[samples.first]
+    for s, a in enumerate(per_input):
+        mine = source == s
+        out[mine] = a[index[mine]]  # type: ignore[index]
+    return out
+
+
+def _origin(profs: list[Prof], samples: Samples) -> Origin | None:
+    """The stored sample each merged sample stands for: its first member's."""
+    if any(p.origin is None for p in profs):
+        return None
+    every: list[Tables] = []
+    renumber = []
+    for p in profs:
+        ids = []
+        for t in p.origin.tables:  # type: ignore[union-attr]
+            ids.append(next((i for i, u in enumerate(every) if u is t), len(every)))
+            if ids[-1] == len(every):
+                every.append(t)
+        renumber.append(np.array(ids, dtype=_I64))
+    sources = [renumber[s][p.origin.source] for s, p in enumerate(profs)]  # type: ignore[union-attr]
+    indices = [p.origin.index for p in profs]  # type: ignore[union-attr]
+    return Origin(
+        every,
+        _first_of(profs, samples, sources),  # type: ignore[arg-type]
+        _first_of(profs, samples, indices),  # type: ignore[arg-type]
+    )

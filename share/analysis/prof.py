@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from . import keys
 from .tables import Tables, tables
 from .text import Header
 
@@ -56,6 +57,19 @@ class Labels:
 
 
 @dataclass
+class Origin:
+    """The stored profile's sample each sample of a Prof stands for (merges keep the first of
+    each key): sample i is tables[source[i]]'s sample index[i]."""
+
+    tables: list[Tables]
+    source: np.ndarray
+    index: np.ndarray
+
+    def take(self, rows: np.ndarray) -> Origin:
+        return Origin(self.tables, self.source[rows], self.index[rows])
+
+
+@dataclass
 class Prof:
     """One profile's columns (see the module docstring)."""
 
@@ -89,6 +103,12 @@ class Prof:
     labels: Labels
     func_names: list[str] | None = field(default=None, repr=False)  # demangled (Tables)
     unique_strings: bool = False  # no string twice in the table: equal strings, equal indices
+    # What merging derives from the samples, kept while they stay the same:
+    unique: bool = False  # samples unique by Merge's key, none all zero (a Merge output)
+    ordered: bool = False  # every location in order of first use by the samples (a Merge
+    #                        output), so merging it again meets them as 0, 1, 2, ...
+    sample_hash: np.ndarray | None = field(default=None, repr=False)  # of location keys
+    origin: Origin | None = field(default=None, repr=False)
 
     @property
     def n_samples(self) -> int:
@@ -183,6 +203,7 @@ def _from_tables(msg: Any, t: Tables) -> Prof:
         labels=labels,
         func_names=t.func_name,
         unique_strings=len(set(strings)) == len(strings),
+        origin=Origin([t], np.zeros(t.n_samples, dtype=_I64), np.arange(t.n_samples)),
     )
 
 
@@ -252,7 +273,7 @@ def to_tables(p: Prof) -> Tables:
         lab.num,
         np.maximum(lab.unit, 0),
     )
-    return Tables(
+    merged = Tables(
         strings=text,
         sample_types=[(text[a], text[b]) for a, b in p.sample_types],
         default_sample_type=text[p.default_sample_type],
@@ -287,3 +308,31 @@ def to_tables(p: Prof) -> Tables:
         merged=True,
         _labels=labels,
     )
+    if p.origin is not None and p.sample_hash is not None:
+        from .restack import restack  # restack reads stacks, which read these Tables
+
+        merged._stacks = restack(merged, p.origin, p.sample_hash)
+    return merged
+
+
+def location_hashes(p: Prof) -> np.ndarray:
+    """A hash of each location's Merge key (address less its mapping's start, the mapping's
+    key, lines as function keys and numbers, is_folded), whatever the profile's ids are."""
+    sh = keys.string_hashes(p.strings)
+    size = (p.map_limit - p.map_start + np.uint64(0xFFF)) & ~np.uint64(0xFFF)  # wraps, as Go
+    key_string = [map_key_string(p, i) for i in range(len(p.map_start))]
+    map_hash = keys.combine(size, p.map_offset, sh[np.array(key_string, dtype=_I64)])
+    fs = p.func_strings
+    func_hash = keys.combine(p.func_start, sh[fs[:, 0]], sh[fs[:, 1]], sh[fs[:, 2]])
+    line_hash = keys.combine(lookup(func_hash, p.line_func, 1), p.line_no)
+    lines = keys.sequence_hashes(line_hash, p.line_off)
+    start = lookup(p.map_start, p.loc_mapping, 0)
+    mapping = lookup(map_hash, p.loc_mapping, 2)
+    return keys.combine(p.loc_address - start, mapping, p.loc_folded, lines)
+
+
+def sample_hashes(p: Prof) -> np.ndarray:
+    """A hash of each sample's locations' keys, in order (labels not included)."""
+    if p.sample_hash is None:
+        p.sample_hash = keys.sequence_hashes(location_hashes(p)[p.stack_loc], p.stack_off)
+    return p.sample_hash

@@ -75,6 +75,9 @@ def take_samples(p: Prof, keep: np.ndarray) -> Prof:
         stack_off=pc.offsets(lengths),
         values=p.values[keep],
         labels=labels,
+        ordered=False,
+        sample_hash=p.sample_hash[keep] if p.sample_hash is not None else None,
+        origin=p.origin.take(keep) if p.origin is not None else None,
     )
 
 
@@ -165,6 +168,7 @@ def set_label(p: Prof, key: bytes, value: bytes) -> Prof:
     k, v = ids[key], ids[value]
     lab = p.labels
     keep = lab.numeric | (lab.key != k)
+    had_key = not bool(keep.all())  # samples that differed only by it now share a key
     rows = lab.take(np.flatnonzero(keep))
     n = p.n_samples
     added = replace(
@@ -179,4 +183,4 @@ def set_label(p: Prof, key: bytes, value: bytes) -> Prof:
     both = [np.concatenate((a, b)) for a, b in zip(rows._arrays(), added._arrays(), strict=True)]
     order = np.argsort(both[0], kind="stable")
     labels = type(lab)(*(a[order] for a in both))
-    return replace(p, strings=table, labels=labels)
+    return replace(p, strings=table, labels=labels, unique=p.unique and not had_key)

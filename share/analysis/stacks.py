@@ -68,11 +68,13 @@ def stacks(t: Tables) -> Stacks:
     return t._stacks
 
 
-def _build_stacks(t: Tables) -> Stacks:
-    n_loc = len(t.loc_mapping)
+def node_table(t: Tables) -> tuple[list[str], list[str], list[str], np.ndarray, np.ndarray]:
+    """(names, files, keys) of the nodes, the node of each line and of each mapping's frames
+    without lines (the last entry: no mapping).
 
-    # Nodes: graph.NodeInfo at "functions" granularity (address, line and file cleared): a
-    # function's name, or for nameless frames the binary (and the function's start line).
+    Nodes are graph.NodeInfo at "functions" granularity (address, line and file cleared): a
+    function's name, or for nameless frames the binary (and the function's start line).
+    """
     index: dict[Any, int] = {}
     func_node = np.array(
         [index.setdefault(nm, len(index)) if nm else -1 for nm in t.func_name], dtype=_I64
@@ -100,6 +102,12 @@ def _build_stacks(t: Tables) -> Stacks:
         loc = int(np.searchsorted(t.line_off, i, side="right") - 1)
         line_node[i] = node(map_file[t.loc_mapping[loc]], t.func_start[int(t.line_func[i])])
     map_node = np.array([node(f, 0) for f in map_file], dtype=_I64)
+    return names, files, keys, line_node, map_node
+
+
+def _build_stacks(t: Tables) -> Stacks:
+    n_loc = len(t.loc_mapping)
+    names, files, keys, line_node, map_node = node_table(t)
 
     # Samples that share a stack (labelled profiles have many) are expanded once.
     stack_of, stack_loc, stack_off = unique_stacks(t.stack_loc, t.stack_off)

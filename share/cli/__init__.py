@@ -1,10 +1,11 @@
-"""share.cli: the command line, `pprof-share serve | top | upload | delete | prune`.
+"""share.cli: the command line, `pprof-share serve | top | upload | merge | delete | prune`.
 
 This module parses the arguments and dispatches; serve (gunicorn on the web app), client (the
-standard-library HTTP client of upload and delete) and top (the -top table, computed locally)
-are a module each. Heavy imports (Flask, boto3, gunicorn, numpy) happen inside the commands that
-need them, so `pprof-share upload` loads neither Flask nor numpy and starts fast. It may import
-share.web (serve runs the app), share.core and below; nothing imports it.
+standard-library HTTP client of upload and delete), merge (the merge command, on that client)
+and top (the -top table, computed locally) are a module each. Heavy imports (Flask, boto3,
+gunicorn, numpy) happen inside the commands that need them, so `pprof-share upload` loads
+neither Flask nor numpy and starts fast. It may import share.web (serve runs the app),
+share.core and below; nothing imports it.
 """
 
 from __future__ import annotations
@@ -29,6 +30,15 @@ def upload(args: argparse.Namespace) -> int:
     from .client import upload_command
 
     return upload_command(
+        args.sources, server=args.server, title=args.title, expires=args.expires, as_json=args.json
+    )
+
+
+def merge(args: argparse.Namespace) -> int:
+    """Merge links, ids and files into one new shared profile; print its link."""
+    from .merge import merge_command
+
+    return merge_command(
         args.sources, server=args.server, title=args.title, expires=args.expires, as_json=args.json
     )
 
@@ -85,6 +95,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--expires", help="1h, 1d, 7d, 30d, never… (default: the server's)")
     p.add_argument("--json", action="store_true", help="print the server's JSON reply per upload")
     p.set_defaults(func=upload)
+
+    p = commands.add_parser(
+        "merge", help="merge profiles (links, ids, files) into a new shared one; print its link"
+    )
+    p.add_argument(
+        "sources", nargs="+", metavar="LINK|FILE",
+        help="pprof-share links or ids, profile files (- for stdin): merged in this order, "
+        "as `go tool pprof -proto a b c` merges them",
+    )  # fmt: skip
+    p.add_argument("--server", help=server_help + "; default also: the first link's server")
+    p.add_argument("--title", help="title of the merged profile (default: what it merges)")
+    p.add_argument("--expires", help="1h, 1d, 7d, 30d, never… (default: the server's)")
+    p.add_argument("--json", action="store_true", help="print the server's JSON reply")
+    p.set_defaults(func=merge)
 
     p = commands.add_parser("delete", help="delete a profile with its delete token")
     p.add_argument("link", metavar="LINK", help="the profile's link (or its id, with --server)")

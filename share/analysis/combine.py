@@ -169,3 +169,8 @@ def shown(profiles: Sequence[Any], mode: str = "", do_normalize: bool = False) -
     while len(_RECENT) > _RECENT_SIZE:
         _RECENT.popitem(last=False)
     return result
+
+
+def forget() -> None:
+    """Drop the recent diffs (the per-profile work stays with the profiles)."""
+    _RECENT.clear()

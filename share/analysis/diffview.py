@@ -58,12 +58,14 @@ def flamegraph(s: Shown, index: int | None, node_fraction: float, budget: int) -
     before_s = node_sums(st, before)[0]
     after_s = node_sums(st, after)[0]
     width = np.abs(before_s) + np.abs(after_s)
-    w = np.column_stack((width, before_s, after_s))
     root_width = int(width.sum(dtype=_I64))
-    t, order, names, files, name_index = flame.layout(st, w, root_width, node_fraction, budget)
-    # pprof's signed values are after - before, stack by stack (the merge summed the same
-    # int64s), so the tree's are too.
-    value, own = t.value[order], t.self_[order]
+    t, order, names, files, name_index = flame.layout(
+        st, width, root_width, node_fraction, budget, track=True
+    )
+    # The sides summed over the same tree; pprof's signed values are after - before, stack by
+    # stack (the merge summed the same int64s), so the tree's are too.
+    cum, own, hidden = flame.sums(t, np.column_stack((before_s, after_s)))
+    value, own = cum[order], own[order]
     doc = _header(s, g, before, after)
     doc.update(
         {
@@ -73,20 +75,20 @@ def flamegraph(s: Shown, index: int | None, node_fraction: float, budget: int) -
             "nodes": {
                 "name": name_index.tolist(),
                 "depth": t.depth[order].tolist(),
-                "value": (value[:, 2] - value[:, 1]).tolist(),
-                "self": (own[:, 2] - own[:, 1]).tolist(),
-                "before": value[:, 1].tolist(),
-                "after": value[:, 2].tolist(),
-                "before_self": own[:, 1].tolist(),
-                "after_self": own[:, 2].tolist(),
+                "value": (value[:, 1] - value[:, 0]).tolist(),
+                "self": (own[:, 1] - own[:, 0]).tolist(),
+                "before": value[:, 0].tolist(),
+                "after": value[:, 1].tolist(),
+                "before_self": own[:, 0].tolist(),
+                "after_self": own[:, 1].tolist(),
             },
             "trimmed": {
                 "nodes": t.hidden_nodes,
-                "value": wrap64(int(t.hidden_value[2]) - int(t.hidden_value[1])),
+                "value": wrap64(int(hidden[1]) - int(hidden[0])),
                 "max": t.hidden_max,
-                "width": int(t.hidden_value[0]),
-                "before": int(t.hidden_value[1]),
-                "after": int(t.hidden_value[2]),
+                "width": t.hidden_value,
+                "before": int(hidden[0]),
+                "after": int(hidden[1]),
                 "node_fraction": node_fraction,
                 "budget": budget,
             },

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..pprof import columns as pc
-from .units import abs64, go_int64
+from .units import abs64, go_int64, wrap64
 
 if TYPE_CHECKING:
     from .graph import Graph
@@ -42,7 +42,7 @@ def flamegraph(
     Both limits apply; 0 turns one off (node_fraction=0, budget=0 keeps every node).
     """
     t, order, names, files, name_index = layout(
-        g.stacks, g.stack_weights[:, None], g.total, node_fraction, budget
+        g.stacks, g.stack_weights, g.total, node_fraction, budget
     )
     tables = g.tables
     return {
@@ -56,12 +56,12 @@ def flamegraph(
         "nodes": {
             "name": name_index.tolist(),
             "depth": t.depth[order].tolist(),
-            "value": t.value[order, 0].tolist(),
-            "self": t.self_[order, 0].tolist(),
+            "value": t.value[order].tolist(),
+            "self": t.self_[order].tolist(),
         },
         "trimmed": {
             "nodes": t.hidden_nodes,
-            "value": int(t.hidden_value[0]),
+            "value": t.hidden_value,
             "max": t.hidden_max,
             "node_fraction": node_fraction,
             "budget": budget,
@@ -72,12 +72,13 @@ def flamegraph(
 
 
 def layout(
-    st: Stacks, w: np.ndarray, total: int, node_fraction: float, budget: int
+    st: Stacks, w: np.ndarray, total: int, node_fraction: float, budget: int, track: bool = False
 ) -> tuple[Tree, np.ndarray, list[str], list[str], np.ndarray]:
-    """The call tree of stacks weighted by the columns of w (column 0 decides the limits and
-    the order), in preorder: (tree, preorder of tree node ids, names, files, name per node)."""
-    t = _tree(st.frame_node, st.frame_off, w, total, len(st.names), node_fraction, budget)
-    order = _preorder(t.parent, t.node, t.value[:, 0], t.depth, st.name_ranks()[0])
+    """The call tree of stacks weighted by w, in preorder: (tree, preorder of the tree's node
+    ids, names, files, name index of each node in preorder). track: say where each stack ends
+    in the tree (Tree.stack_node), so other weights can be summed over the same tree."""
+    t = _tree(st.frame_node, st.frame_off, w, total, len(st.names), node_fraction, budget, track)
+    order = _preorder(t.parent, t.node, t.value, t.depth, st.name_ranks()[0])
     used, name_of = np.unique(t.node[1:], return_inverse=True)
     name_index = np.zeros(len(t.node), dtype=_I64)
     name_index[1:] = name_of + 1
@@ -86,18 +87,40 @@ def layout(
     return t, order, names, files, name_index[order]
 
 
+def sums(t: Tree, w: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(cumulative, self, hidden) sums of other per-stack weights w ([n_stacks, k]) over a
+    tracked tree: what its value, self_ and hidden_value are for its own weights."""
+    assert t.stack_node is not None and t.stack_whole is not None
+    n, k = len(t.parent), w.shape[1]
+    cum = np.zeros((n, k), dtype=_I64)
+    np.add.at(cum, t.stack_node, w)  # wraps, as Go's int64 sums
+    own = np.zeros((n, k), dtype=_I64)
+    np.add.at(own, t.stack_node[t.stack_whole], w[t.stack_whole])
+    hidden = w[~t.stack_whole].sum(axis=0, dtype=_I64)
+    by_depth = np.argsort(t.depth, kind="stable")
+    bounds = np.searchsorted(t.depth[by_depth], np.arange(int(t.depth.max()) + 2))
+    for d in range(len(bounds) - 2, 0, -1):  # children into parents, deepest first
+        ids = by_depth[bounds[d] : bounds[d + 1]]
+        np.add.at(cum, t.parent[ids], cum[ids])
+    return cum, own, hidden
+
+
 @dataclass
 class Tree:
     """Tree nodes by id (0 is the root; a parent's id is below its children's)."""
 
     parent: np.ndarray  # -1 for the root
     node: np.ndarray  # graph node (function) of each tree node, -1 for the root
-    value: np.ndarray  # cumulative value, one column per weight column
-    self_: np.ndarray  # value of the stacks ending here, per column
+    value: np.ndarray  # cumulative value
+    self_: np.ndarray  # value of the stacks ending here
     depth: np.ndarray
     hidden_nodes: int  # subtrees cut off (counted by their top node)
-    hidden_value: np.ndarray  # their summed value, per column
-    hidden_max: int  # the largest |value| among them (column 0)
+    hidden_value: int  # their summed value
+    hidden_max: int  # the largest |value| among them
+    # With track: each stack's deepest node (where it ends, or the node above where it was
+    # cut), and whether it ends there whole (its weight that node's self, not hidden).
+    stack_node: np.ndarray | None = None
+    stack_whole: np.ndarray | None = None
 
 
 class _Heaviest:
@@ -177,28 +200,31 @@ def _tree(
     n_nodes: int,
     node_fraction: float,
     budget: int,
+    track: bool = False,
 ) -> Tree:
     """Merge stacks into a tree level by level, within the two limits.
 
     Candidates are built while they may still be among the heaviest `budget` nodes (at most
     about `budget` plus one level of them); the final choice is made once all are known.
-    Each stack left unfollowed records where it was cut (its parent) and its weight. w has a
-    row per stack and a column per weight summed alike; column 0 is the one the limits see.
+    Each stack left unfollowed records where it was cut (its parent) and its weight.
     """
     cutoff = abs64(go_int64(float(total) * node_fraction))
     heaviest = _Heaviest(budget) if budget > 0 else None
     length = np.diff(frame_off)
-    k = w.shape[1]
+    root_value = wrap64(int(w.sum(dtype=_I64))) if len(w) else 0
+    root_self = wrap64(int(w[length == 0].sum(dtype=_I64))) if len(w) else 0
     parents = [np.array([-1], dtype=_I64)]
     nodes = [np.array([-1], dtype=_I64)]
-    values = [w.sum(axis=0, dtype=_I64).reshape(1, k)]  # int64 sums wrap, as Go's
-    selfs = [w[length == 0].sum(axis=0, dtype=_I64).reshape(1, k)]
+    values = [np.array([root_value], dtype=_I64)]
+    selfs = [np.array([root_self], dtype=_I64)]
     depths = [np.array([0], dtype=_I64)]
     firsts = [np.array([0], dtype=_I64)]  # the first stack through each node: ties' last word
     weights = [np.array([np.iinfo(_I64).max], dtype=_I64)]  # for the budget; the root first
     cut_parent = [np.zeros(0, dtype=_I64)]  # subtrees never built: the node above them...
-    cut_value = [np.zeros((0, k), dtype=_I64)]  # ...and their value
+    cut_value = [np.zeros(0, dtype=_I64)]  # ...and their value
     next_id = 1
+    stack_node = np.zeros(len(length), dtype=_I64) if track else None
+    stack_whole = length == 0
     active = np.flatnonzero(length > 0)
     par = np.zeros(len(active), dtype=_I64)
     par_weight = np.full(len(active), np.iinfo(_I64).max, dtype=_I64)
@@ -216,15 +242,15 @@ def _tree(
         inv = np.cumsum(new) - 1
         uniq = key[at]
         wa = w[active]
-        val = np.add.reduceat(wa, at, axis=0)  # wraps around as Go's int64 sums do
-        mag = np.abs(val[:, 0])  # np.abs leaves the minimum int64 negative, as abs64 does
+        val = np.add.reduceat(wa, at)  # wraps around as Go's int64 sums do
+        mag = np.abs(val)  # np.abs leaves the minimum int64 negative, as abs64 does
         weight = np.minimum(mag, par_weight[at])
         keep = mag >= cutoff if cutoff > 0 else np.ones(len(uniq), dtype=bool)
         if heaviest is not None:
             keep &= heaviest.admits(weight)
             heaviest.add(weight[keep])
         ends = length[active] == d + 1
-        own = np.add.reduceat(np.where(ends[:, None], wa, 0), at, axis=0)
+        own = np.add.reduceat(np.where(ends, wa, 0), at)
         cut_parent.append(uniq[~keep] // n_nodes)
         cut_value.append(val[~keep])
         n_keep = int(keep.sum())
@@ -239,6 +265,9 @@ def _tree(
         firsts.append(active[at[keep]])
         weights.append(weight[keep])
         go_on = keep[inv] & ~ends
+        if stack_node is not None:  # deepest so far: this node, or the parent if cut off
+            stack_node[active] = np.where(keep[inv], ids[inv], key // n_nodes)
+            stack_whole[active] = keep[inv] & ends
         singletons = len(uniq) == len(active)
         active, par, par_weight = active[go_on], ids[inv[go_on]], weight[inv[go_on]]
         d += 1
@@ -250,19 +279,19 @@ def _tree(
             active, par, par_weight = active[order], par[order], par_weight[order]
             wa = w[active]
             n_left = length[active] - d
-            chain_weight = np.minimum(np.abs(wa[:, 0]), par_weight)
+            chain_weight = np.minimum(np.abs(wa), par_weight)
             take = heaviest.chain_take(chain_weight, n_left) if heaviest is not None else n_left
             first = pc.offsets(take)[:-1]
             chain_ids = next_id + np.arange(int(take.sum()), dtype=_I64)
             chain_parent = chain_ids - 1
             some = take > 0
             chain_parent[first[some]] = par[some]
-            chain_self = np.zeros((len(chain_ids), k), dtype=_I64)
+            chain_self = np.zeros(len(chain_ids), dtype=_I64)
             whole = take == n_left
             chain_self[(first + take - 1)[whole]] = wa[whole]
             parents.append(chain_parent)
             nodes.append(frame_node[pc.ranges(frame_off[active] + d, take)].astype(_I64))
-            values.append(np.repeat(wa, take, axis=0))
+            values.append(np.repeat(wa, take))
             selfs.append(chain_self)
             depths.append(pc.ranges(np.full(len(active), d + 1, dtype=_I64), take))
             firsts.append(np.repeat(active, take))
@@ -271,9 +300,21 @@ def _tree(
             last = np.maximum(first + take - 1, 0)
             cut_parent.append(np.where(some, chain_ids[last] if len(chain_ids) else 0, par)[short])
             cut_value.append(wa[short])
+            if stack_node is not None:
+                stack_node[active] = np.where(some, chain_ids[last] if len(chain_ids) else 0, par)
+                stack_whole[active] = whole
             break
     tree = [np.concatenate(a) for a in (parents, nodes, values, selfs, depths, firsts, weights)]
-    return _choose(*tree, np.concatenate(cut_parent), np.concatenate(cut_value), budget)
+    t, keep, new_id = _choose(*tree, np.concatenate(cut_parent), np.concatenate(cut_value), budget)
+    if stack_node is not None:
+        parent = tree[0]
+        lost = ~keep[stack_node]
+        stack_whole &= ~lost
+        while lost.any():  # a stack ending below the budget's cut: hidden under a kept node
+            stack_node[lost] = parent[stack_node[lost]]
+            lost = ~keep[stack_node]
+        t.stack_node, t.stack_whole = new_id[stack_node], stack_whole
+    return t
 
 
 def _choose(
@@ -287,8 +328,9 @@ def _choose(
     cut_parent: np.ndarray,
     cut_value: np.ndarray,
     budget: int,
-) -> Tree:
-    """Keep the heaviest `budget` candidates and those above them; count what is hidden."""
+) -> tuple[Tree, np.ndarray, np.ndarray]:
+    """Keep the heaviest `budget` candidates and those above them; count what is hidden.
+    Also returns which candidates were kept and each one's id among them."""
     n = len(parent)
     keep = np.ones(n, dtype=bool)
     if 0 < budget < n:
@@ -302,15 +344,19 @@ def _choose(
     new_id = np.cumsum(keep) - 1
     kept_parent = parent[keep]
     kept_parent[1:] = new_id[kept_parent[1:]]
-    return Tree(
-        parent=kept_parent,
-        node=node[keep],
-        value=value[keep],
-        self_=self_[keep],
-        depth=depth[keep],
-        hidden_nodes=len(hidden),
-        hidden_value=hidden.sum(axis=0, dtype=_I64),  # wraps, as Go's sums
-        hidden_max=int(np.abs(hidden[:, 0]).max()) if len(hidden) else 0,
+    return (
+        Tree(
+            parent=kept_parent,
+            node=node[keep],
+            value=value[keep],
+            self_=self_[keep],
+            depth=depth[keep],
+            hidden_nodes=len(hidden),
+            hidden_value=wrap64(int(hidden.sum(dtype=_I64))),
+            hidden_max=int(np.abs(hidden).max()) if len(hidden) else 0,
+        ),
+        keep,
+        new_id,
     )
 
 

@@ -58,11 +58,11 @@ def first_occurrence(
         bad |= _differs(tokens, off, rep)
     if bad.any():
         group = _regroup(parts, group, bad)
+        first = np.full(int(group.max()) + 1, n, dtype=_I64)
+        np.minimum.at(first, group, np.arange(n, dtype=_I64))
     # Renumber the groups in order of their first member.
-    first = np.full(int(group.max()) + 1, n, dtype=_I64)
-    np.minimum.at(first, group, np.arange(n, dtype=_I64))
     used = np.flatnonzero(first < n)
-    order = used[np.argsort(first[used], kind="stable")]
+    order = used[np.argsort(first[used])]  # firsts are distinct: no need for a stable sort
     rank = np.empty(int(group.max()) + 1, dtype=_I64)
     rank[order] = np.arange(len(order))
     return rank[group], first[order]

@@ -16,7 +16,7 @@ import numpy as np
 from ..pprof import columns as pc
 from . import keys
 from .prof import Origin
-from .stacks import Stacks, node_table, stacks
+from .stacks import Stacks, first_frames, node_table, stacks
 from .tables import Tables
 
 _I64 = np.int64
@@ -37,18 +37,25 @@ def restack(t: Tables, origin: Origin, sample_hash: np.ndarray) -> Stacks | None
         side_stack[mine] = side.stack_of[origin.index[mine]] + bases[s]
     # Samples with equal location keys (checked: equal merged locations) share a stack.
     group, first = keys.first_occurrence((t.stack_loc, t.stack_off), hashes=sample_hash)
-    chosen, stack_of = np.unique(side_stack[first][group], return_inverse=True)
-    parts = []
+    # The groups' first samples stand for distinct location sequences, hence distinct stacks.
+    reps = side_stack[first]
+    by_stack = np.argsort(reps)
+    chosen = reps[by_stack]
+    rank = np.empty(len(reps), dtype=_I64)
+    rank[by_stack] = np.arange(len(reps))
+    stack_of = rank[group]
+    parts, picks = [], []
     for s, side in enumerate(sides):
         sel = chosen[(chosen >= bases[s]) & (chosen < bases[s + 1])] - bases[s]
         parts.append(_frames(side, sel, remaps[s]))
+        picks.append(sel)
     frame_node = np.concatenate([p[0] for p in parts]).astype(np.int32)
     if len(frame_node) and int(frame_node.min()) < 0:
         return None  # a frame whose node the merge does not have under that name
     lengths = np.concatenate([p[2] for p in parts])
     n = len(lengths)
     frame_owner = np.repeat(np.arange(n, dtype=np.int32), lengths)
-    first_owner, first_starts, first_nodes = _first_frames(sides, chosen, bases, remaps)
+    first_owner, first_starts, first_nodes = _first_frames(sides, parts, picks, remaps, len(names))
     return Stacks(
         frame_node=frame_node,
         frame_inline=np.concatenate([p[1] for p in parts]),
@@ -57,7 +64,7 @@ def restack(t: Tables, origin: Origin, sample_hash: np.ndarray) -> Stacks | None
         first_owner=first_owner,
         first_starts=first_starts,
         first_nodes=first_nodes,
-        stack_of=stack_of.reshape(-1).astype(_I64),
+        stack_of=stack_of,
         names=names,
         files=files,
         keys=node_keys,
@@ -76,27 +83,36 @@ def _frames(
 
 
 def _first_frames(
-    sides: list[Stacks], chosen: np.ndarray, bases: np.ndarray, remaps: list[np.ndarray]
+    sides: list[Stacks],
+    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
+    chosen: list[np.ndarray],
+    remaps: list[np.ndarray],
+    n_nodes: int,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Each side's first frames per (node, stack), of the chosen stacks only, grouped by the
-    merge's nodes: the runs of the sides (already grouped by their nodes) put in order."""
-    new_id = np.full(int(bases[-1]), -1, dtype=_I64)
-    new_id[chosen] = np.arange(len(chosen))
+    """The first frames per (node, stack) of every chosen stack, grouped by the merge's nodes.
+
+    A side whose stacks are all chosen gives its own (already grouped by its nodes; its
+    stacks keep their order, so only the owners move); of the others, only the chosen
+    stacks' frames are sorted. The runs of all sides are then put in node order.
+    """
     owners, run_node, run_len = [], [], []
-    for s, side in enumerate(sides):
-        owner = new_id[side.first_owner.astype(_I64) + bases[s]]
-        keep = owner >= 0
-        counts = np.add.reduceat(keep.astype(_I64), side.first_starts) if len(keep) else owner
-        owners.append(owner[keep])
-        run_node.append(remaps[s][side.first_nodes])
-        run_len.append(counts.astype(_I64))
+    base = 0
+    for side, (nodes, _, lengths), sel, remap in zip(sides, parts, chosen, remaps, strict=True):
+        if len(sel) == len(side.frame_off) - 1:
+            owner, starts, first_nodes = side.first_owner, side.first_starts, side.first_nodes
+            first_nodes = remap[first_nodes]
+        else:
+            local = np.repeat(np.arange(len(sel), dtype=np.int32), lengths)
+            owner, starts, first_nodes = first_frames(nodes, local, n_nodes)
+        owners.append(owner.astype(_I64) + base)
+        run_node.append(first_nodes)
+        run_len.append(np.diff(np.append(starts, len(owner))))
+        base += len(sel)
     owner = np.concatenate(owners)
     nodes = np.concatenate(run_node)
     lengths = np.concatenate(run_len)
-    starts = pc.offsets(lengths)[:-1]
     order = np.argsort(nodes, kind="stable")
-    order = order[lengths[order] > 0]
-    gathered = owner[pc.ranges(starts[order], lengths[order])]
+    gathered = owner[pc.ranges(pc.offsets(lengths)[:-1][order], lengths[order])]
     nodes, lengths = nodes[order], lengths[order]
     new = np.ones(len(nodes), dtype=bool)
     new[1:] = nodes[1:] != nodes[:-1]

@@ -161,9 +161,31 @@ def _build_stacks(t: Tables) -> Stacks:
         per_sample = frames_before[entry_off[1:]] - frames_before[entry_off[:-1]]
     frame_off = pc.offsets(per_sample)
     frame_owner = np.repeat(np.arange(n, dtype=np.int32), per_sample)
+    first_owner, first_starts, first_nodes = first_frames(frame_node, frame_owner, len(names))
+    return Stacks(
+        frame_node=frame_node,
+        frame_inline=frame_inline,
+        frame_off=frame_off,
+        frame_owner=frame_owner,
+        first_owner=first_owner,
+        first_starts=first_starts,
+        first_nodes=first_nodes,
+        stack_of=(n - 1 - stack_of).astype(_I64),
+        names=names,
+        files=files,
+        keys=keys,
+        any_inline=bool(frame_inline.any()),
+    )
+
+
+def first_frames(
+    frame_node: np.ndarray, frame_owner: np.ndarray, n_nodes: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(stack of each node's first frame per stack grouped by node, where each node's group
+    starts, the node of each group): what a node's cum counts, once per stack."""
     # A radix sort by node id keeps each stack's frames in order: a node repeated in one stack
     # (recursion) lands next to itself. Its first frame is the one that counts in cum.
-    key = frame_node.astype(np.uint16) if len(names) <= 1 << 16 else frame_node
+    key = frame_node.astype(np.uint16) if n_nodes <= 1 << 16 else frame_node
     order = np.argsort(key, kind="stable")
     owner_sorted = frame_owner[order]
     node_sorted = key[order]
@@ -173,20 +195,7 @@ def _build_stacks(t: Tables) -> Stacks:
     first_nodes = node_sorted[new_run]
     starts = np.flatnonzero(np.concatenate(([True], first_nodes[1:] != first_nodes[:-1])))
     starts = starts[: len(first_nodes)]  # none when there are no frames
-    return Stacks(
-        frame_node=frame_node,
-        frame_inline=frame_inline,
-        frame_off=frame_off,
-        frame_owner=frame_owner,
-        first_owner=frame_owner[first],
-        first_starts=starts,
-        first_nodes=first_nodes[starts].astype(_I64),
-        stack_of=(n - 1 - stack_of).astype(_I64),
-        names=names,
-        files=files,
-        keys=keys,
-        any_inline=bool(frame_inline.any()),
-    )
+    return frame_owner[first], starts, first_nodes[starts].astype(_I64)
 
 
 def unique_stacks(

@@ -7,10 +7,12 @@ walks every import and fails on an arrow that runs back up):
     analysis  ->  pprof
 
 - share.web: the Flask app (create_app), every route in web/routes.py, pages, error rendering;
-- share.cli: `pprof-share serve | upload | delete | prune | top`, and the standard-library HTTP
-  client, which loads neither Flask nor numpy so `pprof-share upload` starts fast;
-- share.core: the service — upload, fetch, views, delete, prune — with no Flask;
-- share.analysis: a parsed profile -> the views (top, flame graph, text), pprof's semantics;
+- share.cli: `pprof-share serve | upload | merge | delete | prune | top`, and the
+  standard-library HTTP client, which loads neither Flask nor numpy so `pprof-share upload`
+  starts fast;
+- share.core: the service — upload, fetch, views, merge, delete, prune — with no Flask;
+- share.analysis: parsed profiles -> the views (top, flame graph, text), merges and diffs,
+  pprof's semantics;
 - share.pprof: bytes -> a validated profile, exactly as google/pprof accepts it;
 - share.store: the blob and metadata stores, one module per backend.
 

@@ -1,5 +1,5 @@
-"""Share: upload, fetch, delete and prune profiles. No Flask here: the web views, the JSON API
-and the CLI all call this one core, and none of them touches a store."""
+"""Share: upload, fetch, view, merge, delete and prune profiles. No Flask here: the web views,
+the JSON API and the CLI all call this one core, and none of them touches a store."""
 
 from __future__ import annotations
 

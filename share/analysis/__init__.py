@@ -8,5 +8,11 @@ flame (the flame graph's call tree). units and text reproduce pprof's number for
 -top layout; names holds the demangling heuristic and Go regexp handling; views encodes each view
 as the bytes the web tier serves and the CLI prints.
 
+Merges and diffs (go tool pprof a b c, -diff_base, -base, -normalize): prof holds a profile in
+columns as pprof's Profile struct does; scaling (ScaleProfiles, ScaleN, Normalize, SetLabel),
+merge and merge_out (profile.Merge, with keys' exact grouping) combine them; encode writes the
+result as profile.proto; combine runs go tool pprof's steps and gives the views a merge's Tables
+(restack reusing its inputs' stacks); diffview draws a diff's two sides.
+
 It imports share.pprof (and share.errors) only: never the stores, the core or the web.
 """

@@ -1,6 +1,6 @@
 """Diffs and merges against their goals and against `go tool pprof`, in one run.
 
-    .venv/bin/python bench/compare.py [--runs 5]
+    .venv/bin/python bench/compare.py [--runs 3]
 
 Profiles are made once into bench/out/ (delete them to make them again), as another run of the
 same program would give: seeded variants of a stored profile whose main mapping is loaded
@@ -131,7 +131,7 @@ def merge_bytes(datas: list[bytes]) -> bytes:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--runs", type=int, default=5, help="runs per measurement (median)")
+    parser.add_argument("--runs", type=int, default=3, help="runs per measurement (median)")
     args = parser.parse_args()
     OUT.mkdir(exist_ok=True)
     if not LABELLED.exists():
@@ -156,12 +156,10 @@ def main() -> int:
     cached = f"/api/v1/profiles/{ids[0]}/flamegraph?diff_base={ids[1]}"
     assert client.get(cached).status_code == 200
     fleet_data = [p.read_bytes() for p in fleet]
-    form = {"file": [(io.BytesIO(d), p.name) for d, p in zip(fleet_data, fleet, strict=True)]}
 
     def upload_merge() -> None:
-        for f, _ in form["file"]:
-            f.seek(0)
-        reply = client.post("/?merge=1", data=form)
+        files = [(io.BytesIO(d), p.name) for d, p in zip(fleet_data, fleet, strict=True)]
+        reply = client.post("/?merge=1", data={"file": files})
         assert reply.status_code in (200, 201), reply.data
 
     jobs: dict[str, Callable[[], object]] = {

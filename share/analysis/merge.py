@@ -140,6 +140,26 @@ def _concat(parts: list[np.ndarray], dtype: type) -> np.ndarray:
 
 
 def _walk(profs: list[Prof]) -> tuple[Prof, list[np.ndarray]]:
+    kept, locs_seen, maps_seen, funcs_seen = _encounters(profs)
+    maps = _mappings(profs, maps_seen)
+    funcs = _functions(profs, funcs_seen)
+    loc_first, loc_index = _locations(profs, locs_seen, maps, funcs[3])
+    return assemble(
+        profs,
+        _header(profs),
+        maps,
+        funcs,
+        (locs_seen, loc_first),
+        _samples(profs, kept, loc_index),
+        kept,
+    )
+
+
+def _encounters(
+    profs: list[Prof],
+) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
+    """Per profile, in the order Merge meets them: the samples it keeps (not all zero), then
+    the locations, mappings and functions they use."""
     kept, locs_seen, maps_seen, funcs_seen = [], [], [], []
     any_mapping = False
     for p in profs:
@@ -165,77 +185,84 @@ def _walk(profs: list[Prof]) -> tuple[Prof, list[np.ndarray]]:
         locs_seen.append(locs)
         maps_seen.append(maps)
         funcs_seen.append(keys.first_order(f[f >= 0], len(p.func_start)))
+    return kept, locs_seen, maps_seen, funcs_seen
 
-    # Mappings: few, keyed in Python. offset moves a location's address onto the kept mapping.
+
+def _mappings(
+    profs: list[Prof], maps_seen: list[np.ndarray]
+) -> tuple[list[tuple[int, int]], list[np.ndarray], list[np.ndarray]]:
+    """(first (profile, mapping) of each key, merged index of every mapping, the shift that
+    moves a location's address onto its key's first mapping). Few: keyed in Python."""
     by_key: dict[tuple[int, int, int], int] = {}
-    map_reps: list[tuple[int, int]] = []
-    map_index = [np.full(len(p.map_start), -1, dtype=_I64) for p in profs]
-    map_shift = [np.zeros(len(p.map_start), dtype=_U64) for p in profs]
+    reps: list[tuple[int, int]] = []
+    index = [np.full(len(p.map_start), -1, dtype=_I64) for p in profs]
+    shift = [np.zeros(len(p.map_start), dtype=_U64) for p in profs]
     for s, (p, maps) in enumerate(zip(profs, maps_seen, strict=True)):
         for i in maps.tolist():
             key = (_rounded_size(p, i), int(p.map_offset[i]), map_key_string(p, i))
-            j = by_key.setdefault(key, len(map_reps))
-            if j == len(map_reps):
-                map_reps.append((s, i))
+            j = by_key.setdefault(key, len(reps))
+            if j == len(reps):
+                reps.append((s, i))
             else:
-                rep = int(profs[map_reps[j][0]].map_start[map_reps[j][1]])
-                map_shift[s][i] = (rep - int(p.map_start[i])) % (1 << 64)  # Go's int64 offset
-            map_index[s][i] = j
+                rep = int(profs[reps[j][0]].map_start[reps[j][1]])
+                shift[s][i] = (rep - int(p.map_start[i])) % (1 << 64)  # Go's int64 offset
+            index[s][i] = j
+    return reps, index, shift
 
-    # Functions: keyed by (start line, name, system name, file name).
+
+def _functions(
+    profs: list[Prof], funcs_seen: list[np.ndarray]
+) -> tuple[list[np.ndarray], np.ndarray, np.ndarray, list[np.ndarray]]:
+    """Functions keyed by (start line, name, system name, file name): (those met, their key
+    rows, the first row of each key, merged index of every function)."""
     rows = [
         np.column_stack((p.func_start[f], p.func_strings[f]))
         for p, f in zip(profs, funcs_seen, strict=True)
     ]
     func_rows = np.concatenate(rows) if rows else np.zeros((0, 4), _I64)
-    func_group, func_first = keys.first_occurrence(
+    group, first = keys.first_occurrence(
         (func_rows.reshape(-1), np.arange(len(func_rows) + 1, dtype=_I64) * 4)
     )
-    func_index, at = [], 0
+    index, at = [], 0
     for p, f in zip(profs, funcs_seen, strict=True):
-        index = np.full(len(p.func_start), -1, dtype=_I64)
-        index[f] = func_group[at : at + len(f)]
-        func_index.append(index)
+        merged = np.full(len(p.func_start), -1, dtype=_I64)
+        merged[f] = group[at : at + len(f)]
+        index.append(merged)
         at += len(f)
+    return funcs_seen, func_rows, first, index
 
-    # Locations: (address less mapping start, mapping, is_folded, (function, line)...).
-    loc_tokens, loc_offs, loc_index = [], [], []
+
+def _locations(
+    profs: list[Prof],
+    locs_seen: list[np.ndarray],
+    maps: tuple[list[tuple[int, int]], list[np.ndarray], list[np.ndarray]],
+    func_index: list[np.ndarray],
+) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Locations keyed by (address less mapping start, mapping, is_folded, (function, line)
+    per line): (the first met of each key, merged index of every location)."""
+    tokens, offs = [], []
     for s, (p, locs) in enumerate(zip(profs, locs_seen, strict=True)):
         m = p.loc_mapping[locs]
-        start = lookup(p.map_start, m, 0)
         counts = np.diff(p.line_off)[locs]
         lines = pc.ranges(p.line_off[:-1][locs], counts)
-        lf = p.line_func[lines]
-        fid = lookup(func_index[s], lf)
         off = pc.offsets(3 + 2 * counts)
         tok = np.empty(int(off[-1]), dtype=_I64)
-        tok[off[:-1]] = (p.loc_address[locs] - start).view(_I64)
-        tok[off[:-1] + 1] = lookup(map_index[s], m)
+        tok[off[:-1]] = (p.loc_address[locs] - lookup(p.map_start, m, 0)).view(_I64)
+        tok[off[:-1] + 1] = lookup(maps[1][s], m)
         tok[off[:-1] + 2] = p.loc_folded[locs]
         pairs = np.empty(2 * len(lines), dtype=_I64)
-        pairs[0::2], pairs[1::2] = fid, p.line_no[lines]
+        pairs[0::2], pairs[1::2] = lookup(func_index[s], p.line_func[lines]), p.line_no[lines]
         tok[pc.ranges(off[:-1] + 3, 2 * counts)] = pairs
-        loc_tokens.append(tok)
-        loc_offs.append(off)
-    all_off = _stack_offsets(loc_offs)
-    loc_group, loc_first = keys.first_occurrence((_concat(loc_tokens, _I64), all_off))
-    at = 0
+        tokens.append(tok)
+        offs.append(off)
+    group, first = keys.first_occurrence((_concat(tokens, _I64), _stack_offsets(offs)))
+    index, at = [], 0
     for p, locs in zip(profs, locs_seen, strict=True):
-        index = np.full(len(p.loc_mapping), -1, dtype=_I64)
-        index[locs] = loc_group[at : at + len(locs)]
-        loc_index.append(index)
+        merged = np.full(len(p.loc_mapping), -1, dtype=_I64)
+        merged[locs] = group[at : at + len(locs)]
+        index.append(merged)
         at += len(locs)
-
-    samples = _samples(profs, kept, loc_index)
-    return assemble(
-        profs,
-        _header(profs),
-        (map_reps, map_index, map_shift),
-        (funcs_seen, func_rows, func_first, func_index),
-        (locs_seen, loc_first),
-        samples,
-        kept,
-    )
+    return first, index
 
 
 def _stack_offsets(offs: list[np.ndarray]) -> np.ndarray:

@@ -50,11 +50,6 @@ class Labels:
     def _arrays(self) -> tuple[np.ndarray, ...]:
         return (self.sample, self.key, self.text, self.num, self.unit, self.numeric)
 
-    @staticmethod
-    def empty() -> Labels:
-        z = np.zeros(0, dtype=_I64)
-        return Labels(z, z, z, z, z, np.zeros(0, dtype=bool))
-
 
 @dataclass
 class Origin:

@@ -34,6 +34,7 @@ KINDS = {
     "contention": ["go-runtime/block.pb.gz", "go-runtime/mutex.pb.gz"],
     "node": ["nodejs/time.pb.gz", "nodejs/time-labels.pb.gz", "nodejs/time-line-numbers.pb.gz"],
 }
+SMALL_CPU = "go-runtime/cpu-small.pb.gz"
 MODES = [("diff_base", False), ("base", False), ("diff_base", True), ("base", True)]
 PAIRS = [pair for files in KINDS.values() for pair in itertools.combinations(files, 2)]
 TRIPLES = [t for files in KINDS.values() for t in itertools.combinations(files, 3)]
@@ -198,3 +199,27 @@ def test_stored_base_diff_shows_as_the_live_one(go) -> None:  # type: ignore[no-
     as_stored = views.render("toptext", [parsed(stored)], {"sample_index": index, "node_count": 0})
     live = _ours("go-runtime/heap-large.pb.gz", ("go-runtime/heap.pb.gz",), "base", False, None)
     assert as_stored.decode() == expected == live
+
+
+def test_stored_diff_base_shows_as_the_live_one(go, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """pprof-tool-diffbase-cpu.pb.gz is `go tool pprof -proto -diff_base=cpu-small X`, with X
+    the other half of pprof-tool-merged-cpu.pb.gz (got back as that merge -base cpu-small: the
+    same samples, but the two's durations summed, so only the Duration line differs)."""
+    stored = "go-runtime/pprof-tool-diffbase-cpu.pb.gz"
+    x = tmp_path / "x.pb.gz"
+    merged, small = CORPUS / "go-runtime/pprof-tool-merged-cpu.pb.gz", CORPUS / SMALL_CPU
+    code, _, err = go(["-proto", "-output", str(x), f"-base={small}", str(merged)])
+    assert code == 0, err
+    code, expected, err = go(["-top", "-nodefraction=0", str(CORPUS / stored)])
+    assert code == 0, err
+    index = tables(parsed(stored)).sample_index(None)
+    as_stored = views.render("toptext", [parsed(stored)], {"sample_index": index, "node_count": 0})
+    assert as_stored.decode() == expected
+    other = pprof.parse(x.read_bytes(), max_profile_bytes=1 << 30)
+    options = {"sample_index": None, "node_count": 0, "diff_base": ["cpu-small"]}
+    live = views.render("toptext", [other, parsed(SMALL_CPU)], options).decode()
+
+    def lines(text: str) -> list[str]:
+        return [line for line in text.splitlines() if not line.startswith("Duration:")]
+
+    assert lines(live) == lines(expected) and len(lines(expected)) > 50

@@ -73,3 +73,23 @@ def test_a_diff_pprof_wrote_shows_as_the_live_diff(live_server, go_pprof, tmp_pa
     assert uploaded["diff"] is True and uploaded["diff_mode"] == "labels"
     for key in ("total", "before_total", "after_total", "width_total"):
         assert uploaded[key] == live[key]
+
+
+def test_incompatible_links_get_pprofs_reason(live_server, go_pprof) -> None:  # type: ignore[no-untyped-def]
+    """CPU with heap, Go heap with Node heap: the 400 carries what go tool pprof says."""
+    for new, base in (
+        (SMALL, "go-runtime/heap.pb.gz"),
+        ("go-runtime/heap.pb.gz", "nodejs/heap.pb.gz"),
+    ):
+        a, b = put(live_server, new), put(live_server, base)
+        code, _, err = go_pprof(["-top", f"-diff_base={b}/raw", f"{a}/raw"])
+        reason = err.strip().splitlines()[-1]
+        assert code != 0 and "incompatible types" in reason
+        reply = requests.get(f"{a}/top?diff_base={b}", timeout=60)
+        assert reply.status_code == 400 and reason in reply.text
+        code, _, err = go_pprof(["-top", f"{a}/raw", f"{b}/raw"])
+        reason = err.strip().splitlines()[-1].removeprefix("problem fetching source profiles: ")
+        merged = requests.post(f"{live_server}/api/v1/merge", json={"profiles": [a, b]}, timeout=60)
+        assert (
+            code != 0 and merged.status_code == 400 and reason in merged.json()["error"]["message"]
+        )

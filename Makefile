@@ -18,6 +18,7 @@ test: test-deps $(VENV)/.installed-test
 bench: test-deps $(VENV)/.installed-test
 	$(PY) bench/run.py
 	$(PY) bench/paint.py
+	$(PY) bench/compare.py
 
 proto: $(VENV)/.installed-test
 	$(VENV)/bin/pip install -q -e '.[proto]'

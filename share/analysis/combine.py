@@ -152,7 +152,7 @@ def stored(parsed: Any) -> Shown:
 
 
 _RECENT: OrderedDict[tuple[Any, ...], tuple[tuple[Any, ...], Shown]] = OrderedDict()
-_RECENT_SIZE = 4  # the diffs whose views are asked for together (flame graph, top, text)
+_RECENT_SIZE = 2  # a diff's views are asked for together (flame graph, top, text)
 
 
 def shown(profiles: Sequence[Any], mode: str = "", do_normalize: bool = False) -> Shown:

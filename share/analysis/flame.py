@@ -334,10 +334,14 @@ def _choose(
     n = len(parent)
     keep = np.ones(n, dtype=bool)
     if 0 < budget < n:
-        # A parent outranks its children (no lighter, shallower): the chosen nodes are a tree.
-        order = np.lexsort((first, depth, ~weight))
-        keep[:] = False
-        keep[order[:budget]] = True
+        # The heaviest, then the shallowest, then the first stack's: a parent outranks its
+        # children (no lighter, shallower), so the chosen nodes are a tree. Only the nodes
+        # tied with the budget-th weight need the later keys; the others are in or out.
+        cut = np.partition(weight, n - budget)[n - budget]
+        keep = weight > cut
+        tied = np.flatnonzero(weight == cut)
+        order = tied[np.lexsort((first[tied], depth[tied]))]
+        keep[order[: budget - int(keep.sum())]] = True
     dropped = np.flatnonzero(~keep)
     dropped = dropped[keep[parent[dropped]]]  # the top node of each dropped subtree
     hidden = np.concatenate((value[dropped], cut_value[keep[cut_parent]]))

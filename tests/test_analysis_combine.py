@@ -119,7 +119,7 @@ def test_a_profile_against_itself_is_all_zero() -> None:
     assert doc["rows"]["name"] == [] and doc["total"] == 3_040_000_000
     flame = view("flamegraph", [SMALL, SMALL], diff_base=[SMALL])
     assert flame["before_total"] == flame["after_total"] == 3_040_000_000
-    assert set(flame["nodes"]["value"]) == {0}
+    assert set(flame["nodes"]["value"]) == {0} and flame["no_samples"] is False
 
 
 def test_stored_diff_shows_as_a_diff_and_plain_profiles_do_not() -> None:

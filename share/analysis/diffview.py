@@ -41,7 +41,7 @@ def _header(s: Shown, g: Graph, before: np.ndarray, after: np.ndarray) -> dict[s
         "default_sample_index": t.sample_index(None),
         "total": g.total,
         "unit": g.sample_type[1],
-        "no_samples": not bool(g.weights.any()),
+        "no_samples": not (bool(before.any()) or bool(after.any())),  # on either side
         "diff": True,
         "diff_mode": s.mode,
         "normalize": s.normalize,

@@ -21,7 +21,7 @@ from __future__ import annotations
 import weakref
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -56,6 +56,7 @@ class Shown:
     normalize: bool = False
     before: np.ndarray | None = None  # [n_samples, n_types]: the base's part, its own sign
     after: np.ndarray | None = None  # the new profile's part
+    sums: dict[int | None, Any] = field(default_factory=dict, repr=False)  # diffview's
 
     @property
     def diff(self) -> bool:

@@ -32,6 +32,16 @@ def _sides(s: Shown, g: Graph) -> tuple[np.ndarray, np.ndarray]:
     return s.before[:, g.index], s.after[:, g.index]
 
 
+def _side_sums(s: Shown, g: Graph) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...]]:
+    """graph.node_sums of each side (per stack, flat, cum), kept with the diff: its flame
+    graph and top table ask for the same."""
+    found = s.sums.get(g.index)
+    if found is None:
+        before, after = _sides(s, g)
+        found = s.sums[g.index] = (node_sums(g.stacks, before), node_sums(g.stacks, after))
+    return found
+
+
 def _header(s: Shown, g: Graph, before: np.ndarray, after: np.ndarray) -> dict[str, Any]:
     t = s.tables
     return {
@@ -55,8 +65,7 @@ def flamegraph(s: Shown, index: int | None, node_fraction: float, budget: int) -
     g = graph(s.tables, index)
     before, after = _sides(s, g)
     st = g.stacks
-    before_s = node_sums(st, before)[0]
-    after_s = node_sums(st, after)[0]
+    (before_s, _, _), (after_s, _, _) = _side_sums(s, g)
     width = np.abs(before_s) + np.abs(after_s)
     root_width = int(width.sum(dtype=_I64))
     t, order, names, files, name_index = flame.layout(
@@ -102,8 +111,7 @@ def top_table(s: Shown, index: int | None, node_count: int) -> dict[str, Any]:
     g = graph(s.tables, index)
     before, after = _sides(s, g)
     t = top(g, node_count=node_count)
-    _, before_flat, before_cum = node_sums(g.stacks, before)
-    _, after_flat, after_cum = node_sums(g.stacks, after)
+    (_, before_flat, before_cum), (_, after_flat, after_cum) = _side_sums(s, g)
     rows = columns(t)
     nodes = t.nodes
     rows.update(

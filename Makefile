@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
 
-.PHONY: run test bench proto system-deps test-deps
+.PHONY: run test bench load proto system-deps test-deps
 
 run: $(VENV)/.installed
 	$(VENV)/bin/pprof-share serve --host $(HOST) --port $(PORT)
@@ -17,8 +17,13 @@ test: test-deps $(VENV)/.installed-test
 
 bench: test-deps $(VENV)/.installed-test
 	$(PY) bench/run.py
+	$(PY) bench/compute.py
 	$(PY) bench/paint.py
 	$(PY) bench/compare.py
+
+load: test-deps $(VENV)/.installed-test
+	@bash .ci/system-deps.sh load
+	$(PY) bench/load.py
 
 proto: $(VENV)/.installed-test
 	$(VENV)/bin/pip install -q -e '.[proto]'

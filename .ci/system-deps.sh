@@ -1,14 +1,21 @@
 #!/usr/bin/env bash
 # Installs the system packages pprof-share needs, with apt-get, only where they are missing.
-#   base: what `make run` needs (the venv module);
-#   test: also redis-server, Go (for `go tool pprof`) and Chromium (browser tests).
+#   base: what `make run` needs (the venv module, the DejaVu fonts of the preview images);
+#   test: also redis-server, Go (for `go tool pprof`), Chromium (browser tests) and npm (the
+#         speedscope package that the speedscope test serves locally);
+#   load: wrk, for bench/load.py.
 set -euo pipefail
 want=()
 python3 -c 'import venv, ensurepip' 2>/dev/null || want+=(python3-venv)
+[ -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || want+=(fonts-dejavu-core)
 if [ "${1:-base}" = test ]; then
   command -v redis-server >/dev/null || want+=(redis-server)
   command -v go >/dev/null || want+=(golang-go)
   command -v chromium >/dev/null || want+=(chromium)
+  command -v npm >/dev/null || want+=(npm)
+fi
+if [ "${1:-base}" = load ]; then
+  command -v wrk >/dev/null || want+=(wrk)
 fi
 [ ${#want[@]} -eq 0 ] && exit 0
 sudo=""

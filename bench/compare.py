@@ -46,7 +46,7 @@ sys.path.insert(0, str(ROOT))
 
 from share import create_app, pprof  # noqa: E402
 from share.analysis import combine, views  # noqa: E402
-from share.core import MERGE_GZIP_LEVEL, VIEW_GZIP_LEVEL  # noqa: E402
+from share.compute.worker import MERGE_GZIP_LEVEL, VIEW_GZIP_LEVEL  # noqa: E402
 from share.pprof._proto import profile_pb2  # noqa: E402
 
 OUT = ROOT / "bench" / "out"

@@ -3,21 +3,24 @@
 The packages, and the one direction in which they import each other (tests/test_layout.py
 walks every import and fails on an arrow that runs back up):
 
-    web, cli  ->  core  ->  analysis, pprof, store
+    web, cli  ->  core  ->  compute  ->  analysis, pprof, store
     analysis  ->  pprof
 
 - share.web: the Flask app (create_app), every route in web/routes.py, pages, error rendering;
-- share.cli: `pprof-share serve | upload | merge | delete | prune | top`, and the
-  standard-library HTTP client, which loads neither Flask nor numpy so `pprof-share upload`
-  starts fast;
-- share.core: the service — upload, fetch, views, merge, delete, prune — with no Flask;
+- share.cli: `pprof-share serve | upload | merge | delete | prune | fsck | top`, and the
+  standard-library HTTP client, which loads neither Flask nor numpy (`upload` starts fast);
+- share.core: the service — upload, fetch, views, merge, delete, prune, fsck — with no Flask;
+- share.compute: the processes every parse and analysis runs in, bounded in time and memory,
+  with warm profiles, and the single flight of each view;
 - share.analysis: parsed profiles -> the views (top, flame graph, text), merges and diffs,
   pprof's semantics;
 - share.pprof: bytes -> a validated profile, exactly as google/pprof accepts it;
-- share.store: the blob and metadata stores, one module per backend.
+- share.store: the blob and metadata stores, one module per backend; leases; the guard that
+  turns a store's failures into StoreUnavailable.
 
-share.config (every setting) and share.errors (ShareError) are leaves anything may import. cli
-may also import web (serve runs the app); nothing below web or cli imports them.
+share.config (every setting), share.errors (ShareError) and share.metrics (the Prometheus
+counters and their helpers) are leaves anything may import. cli may also import web (serve
+runs the app); nothing below web or cli imports them.
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ create_app() in a mapping.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -27,15 +28,78 @@ DEFAULTS: dict[str, Any] = {
     "DEFAULT_EXPIRY": "30d",
     # Longest expiry an uploader may ask for: a duration, or "never" for no limit.
     "MAX_EXPIRY": "never",
+    # Compute processes per app instance for parsing and analysis (0: one per CPU).
+    "ANALYSIS_WORKERS": 0,
+    # Wall time one parse or analysis may take; past it its process is killed and replaced.
+    "ANALYSIS_SECONDS": 30,
+    # Address space of each compute process (RLIMIT_AS); past it the job fails clearly.
+    "ANALYSIS_MEMORY": 2048 * MiB,
+    # Decoded profiles each compute process keeps warm for the next question, in bytes.
+    "ANALYSIS_CACHE_BYTES": 512 * MiB,
+    # How long a view that failed (too slow, too big) answers its failure without retrying.
+    "ANALYSIS_FAILURE_SECONDS": 600,
+    # Total bytes of cached views in the metadata store; least recently used go first.
+    "VIEW_CACHE_BYTES": 256 * MiB,
+    # Most elements one profile may hold (real ones hold ~10x less): refused at upload.
+    "MAX_SAMPLES": 4_000_000,
+    "MAX_LOCATIONS": 1_000_000,
+    "MAX_FUNCTIONS": 1_000_000,
+    "MAX_MAPPINGS": 100_000,
+    "MAX_STRINGS": 4_000_000,
+    "MAX_LABELS": 20_000_000,
+    "MAX_FRAMES": 50_000_000,
+    # Who may frame /<id>/embed: * (anyone) or origins separated by spaces (https://wiki.example).
+    "EMBED_FRAME_ANCESTORS": "*",
+    # The speedscope the page's "Open in speedscope" link opens (a self-hosted build works).
+    "SPEEDSCOPE_URL": "https://www.speedscope.app/",
+    # Seconds a store call (S3, Redis, SQLite's lock) may take before it fails with a 503.
+    "STORE_TIMEOUT": 5.0,
+    # Seconds a client may send nothing (headers, body) before its connection is dropped.
+    "CLIENT_TIMEOUT": 30.0,
+    # Per client address: new uploads, uploaded bytes, delete attempts ("off": no limit).
+    "RATE_UPLOADS": "60/minute",
+    "RATE_UPLOAD_BYTES": "2GiB/hour",
+    "RATE_DELETES": "30/minute",
+    # Addresses or networks (comma-separated) of proxies whose X-Forwarded-For is believed.
+    "TRUSTED_PROXIES": "",
+    # When set, uploads need `Authorization: Bearer <this>`; reading links stays open.
+    "UPLOAD_TOKEN": "",
+    # Hosts (comma-separated, "*" for any) whose Host header may build links when PUBLIC_URL is
+    # unset; empty = loopback names only.
+    "ALLOWED_HOSTS": "",
     # Most profiles one merge may combine, or one diff (the profile and its bases).
     "MERGE_MAX_PROFILES": 64,
     # Largest total size, decompressed, of the profiles one merge or diff combines, in bytes.
     "MERGE_MAX_BYTES": 512 * MiB,
 }
 
-_INT_SETTINGS = {"MAX_UPLOAD_BYTES", "MAX_PROFILE_BYTES", "MERGE_MAX_PROFILES", "MERGE_MAX_BYTES"}
+_INT_SETTINGS = {
+    "MAX_UPLOAD_BYTES",
+    "MAX_PROFILE_BYTES",
+    "ANALYSIS_MEMORY",
+    "ANALYSIS_CACHE_BYTES",
+    "ANALYSIS_FAILURE_SECONDS",
+    "VIEW_CACHE_BYTES",
+    *(f"MAX_{k}" for k in ("SAMPLES", "LOCATIONS", "FUNCTIONS", "MAPPINGS", "STRINGS")),
+    "MAX_LABELS",
+    "MAX_FRAMES",
+    "MERGE_MAX_PROFILES",
+    "MERGE_MAX_BYTES",
+}
+_SIZE = re.compile(r"^\s*(\d+)\s*(|k|m|g|kib|mib|gib|kb|mb|gb)\s*$", re.I)
+_SIZE_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "y": 365 * 86400}
 _DURATION = re.compile(r"^\s*(\d+)\s*([smhdwy])\s*$")
+# A CSP source: *, 'self', or scheme://host[:port] with an optional *. subdomain wildcard.
+_ANCESTOR = re.compile(r"^(\*|'self'|https?://(\*\.)?[A-Za-z0-9.-]+(:\d+)?)$")
+
+LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
+_SECONDS_SETTINGS = {"STORE_TIMEOUT", "CLIENT_TIMEOUT"}
+_RATE_SETTINGS = {"RATE_UPLOADS", "RATE_UPLOAD_BYTES", "RATE_DELETES"}
+_RATE = re.compile(
+    r"^\s*(\d+)\s*([KMG]i?B?|B|bytes)?\s*(?:/|per)\s*(second|minute|hour|day)\s*$", re.I
+)
+_SIZES = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 
 
 class ConfigError(ValueError):
@@ -53,6 +117,33 @@ def parse_duration(text: str) -> int | None:
     return int(match.group(1)) * _UNITS[match.group(2)]
 
 
+def parse_size(value: Any) -> int:
+    """1048576, '512MiB', '2G', '64k' -> bytes (or a plain count). Raises ValueError."""
+    if isinstance(value, int):
+        return value
+    match = _SIZE.match(str(value))
+    if not match:
+        raise ValueError(value)
+    return int(match.group(1)) * _SIZE_UNITS[match.group(2)[:1].lower()]
+
+
+def parse_rate(text: str) -> tuple[int, str] | None:
+    """'60/minute' -> (60, 'minute'); '2GiB/hour' -> (2147483648, 'hour'); None for 'off'."""
+    text = str(text).strip()
+    if text.lower() in ("off", "none", "0", ""):
+        return None
+    match = _RATE.match(text)
+    if not match or int(match.group(1)) == 0:
+        raise ValueError(f"{text!r} is not a rate like 60/minute, 2GiB/hour or off")
+    unit = (match.group(2) or "").lower()
+    return int(match.group(1)) * _SIZES[unit[:1]], match.group(3).lower()
+
+
+def host_list(text: str) -> tuple[str, ...]:
+    """A comma-separated list of hosts or networks, as given (lower case, no blanks)."""
+    return tuple(part.strip().lower() for part in str(text).split(",") if part.strip())
+
+
 def load(environ: Mapping[str, str], overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Defaults, then SHARE_* variables of environ, then overrides; checked and typed."""
     settings = dict(DEFAULTS)
@@ -62,13 +153,54 @@ def load(environ: Mapping[str, str], overrides: Mapping[str, Any] | None = None)
     settings.update(overrides or {})
     for name in _INT_SETTINGS:
         try:
-            settings[name] = int(settings[name])
+            settings[name] = parse_size(settings[name])
             if settings[name] <= 0:
                 raise ValueError
         except (TypeError, ValueError):
+            what = "bytes" if "BYTES" in name or name.endswith("MEMORY") else "seconds"
+            what = what if not name.startswith("MAX_") or "BYTES" in name else "elements"
+            what = "profiles" if name == "MERGE_MAX_PROFILES" else what
             raise ConfigError(
-                f"SHARE_{name}={settings[name]!r}: expected a positive number"
-                + ("" if name == "MERGE_MAX_PROFILES" else " of bytes")
+                f"SHARE_{name}={settings[name]!r}: expected a positive number of {what}"
+            ) from None
+    try:
+        settings["ANALYSIS_SECONDS"] = float(settings["ANALYSIS_SECONDS"])
+        if not 0 < settings["ANALYSIS_SECONDS"] < 1e9:
+            raise ValueError
+    except (TypeError, ValueError):
+        raise ConfigError(
+            f"SHARE_ANALYSIS_SECONDS={settings['ANALYSIS_SECONDS']!r}: expected a positive "
+            "number of seconds"
+        ) from None
+    try:
+        settings["ANALYSIS_WORKERS"] = int(settings["ANALYSIS_WORKERS"])
+        if settings["ANALYSIS_WORKERS"] < 0:
+            raise ValueError
+    except (TypeError, ValueError):
+        raise ConfigError(
+            f"SHARE_ANALYSIS_WORKERS={settings['ANALYSIS_WORKERS']!r}: expected a number of "
+            "processes (0: one per CPU)"
+        ) from None
+    for name in _SECONDS_SETTINGS:
+        try:
+            settings[name] = float(settings[name])
+            if not settings[name] > 0:
+                raise ValueError
+        except (TypeError, ValueError):
+            raise ConfigError(
+                f"SHARE_{name}={settings[name]!r}: expected a positive number of seconds"
+            ) from None
+    for name in _RATE_SETTINGS:
+        try:
+            parse_rate(settings[name])
+        except ValueError as exc:
+            raise ConfigError(f"SHARE_{name}: {exc}") from None
+    for network in host_list(settings["TRUSTED_PROXIES"]):
+        try:
+            ipaddress.ip_network(network, strict=False)
+        except ValueError:
+            raise ConfigError(
+                f"SHARE_TRUSTED_PROXIES: {network!r} is not an address or network (10.0.0.0/8)"
             ) from None
     for name in ("DEFAULT_EXPIRY", "MAX_EXPIRY"):
         try:
@@ -81,4 +213,15 @@ def load(environ: Mapping[str, str], overrides: Mapping[str, Any] | None = None)
     if not meta.startswith(("sqlite:", "redis://", "rediss://", "unix://")):
         raise ConfigError(f"SHARE_META={meta!r}: expected sqlite:PATH or redis://HOST:PORT/DB")
     settings["PUBLIC_URL"] = str(settings["PUBLIC_URL"]).rstrip("/")
+    ancestors = str(settings["EMBED_FRAME_ANCESTORS"]).split()
+    bad = [a for a in ancestors if not _ANCESTOR.match(a)]
+    if bad or not ancestors:
+        raise ConfigError(
+            f"SHARE_EMBED_FRAME_ANCESTORS: {bad[0] if bad else '(empty)'!r} is not *, 'self' or "
+            "an origin such as https://wiki.example.com"
+        )
+    settings["EMBED_FRAME_ANCESTORS"] = " ".join(ancestors)
+    speedscope = str(settings["SPEEDSCOPE_URL"])
+    if not speedscope.startswith(("http://", "https://")):
+        raise ConfigError(f"SHARE_SPEEDSCOPE_URL={speedscope!r}: expected an http(s) URL")
     return settings

@@ -3,31 +3,29 @@ the JSON API and the CLI all call this one core, and none of them touches a stor
 
 from __future__ import annotations
 
-import base64
-import gzip
 import hashlib
 import hmac
 import secrets
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from . import pprof
-from .analysis import combine, views
-from .analysis import options as view_options
+from . import metrics, pprof
+from .compute.ingest import ID_LENGTH
+from .compute.merges import Merges
+from .compute.pool import AnalysisFailed, ComputePool, job_settings
+from .compute.service import ViewService
 from .config import ConfigError, parse_duration
-from .errors import BadProfile, Forbidden, Gone, NotFound, ShareError, TooLarge
-from .store import blobs, meta
+from .errors import Forbidden, Gone, NotFound, ShareError, StoreUnavailable, TooLarge
+from .store import blobs, locate, meta
 from .store.blobs import BlobStore
+from .store.guard import guard
+from .store.lease import Busy, Leases
 from .store.meta import MetaStore, Record
 
-ID_LENGTH = 16  # base64url characters: 96 bits of SHA-256
-LOCK_LEASE_SECONDS = 60  # a crashed holder's lease lapses after this
-LOCK_WAIT_SECONDS = 30  # how long an upload or delete waits for the lease before a 503
-VIEW_GZIP_LEVEL = 6  # paid once per view; level 9 took 3-6x as long for 3-17% fewer bytes
-MERGE_GZIP_LEVEL = 1  # a merge is stored as go tool pprof -proto writes it: gzip BestSpeed
+PRESENT_SECONDS = 5  # a blob seen present is not looked for again (S3 HEAD) for this long
 
 
 @dataclass
@@ -37,12 +35,6 @@ class Upload:
     record: Record
     created: bool
     delete_token: str | None
-
-
-def profile_id(raw: bytes) -> str:
-    """The id of a profile: the first 96 bits of SHA-256 of its decompressed bytes, URL-safe."""
-    digest = hashlib.sha256(raw).digest()
-    return base64.urlsafe_b64encode(digest).decode()[:ID_LENGTH]
 
 
 def new_token() -> str:
@@ -67,54 +59,41 @@ def human_bytes(n: int) -> str:
     return f"{n} bytes"
 
 
-def _last(value: Any) -> int:
-    """A scalar field that the decoder may keep as a list of every occurrence."""
-    if isinstance(value, int):
-        return value
-    return int(value[-1]) if len(value) else 0
-
-
-def summarize(parsed: pprof.ParsedProfile) -> dict[str, Any]:
-    """The informational fields of a profile, for the record and the metadata panel."""
-    message, string = parsed.message, parsed.string
-    period_type = message.period_type if message.HasField("period_type") else None
-    return {
-        "period": message.period,
-        "period_type": (
-            {"type": string(period_type.type), "unit": string(period_type.unit)}
-            if period_type
-            else None
-        ),
-        "time_nanos": _last(message.time_nanos),
-        "duration_nanos": message.duration_nanos,
-        "comments": [string(i) for i in message.comment],
-        "drop_frames": string(message.drop_frames),
-        "keep_frames": string(message.keep_frames),
-        "doc_url": string(message.doc_url),
-        "mappings": [
-            {
-                "filename": string(m.filename),
-                "build_id": string(m.build_id),
-                "has_functions": m.has_functions,
-            }
-            for m in message.mapping
-        ],
-    }
-
-
-def open_share(settings: dict[str, Any]) -> Share:
-    """The core on the stores that settings name; raises ConfigError when one is unusable."""
+def open_share(
+    settings: dict[str, Any],
+    compute: ComputePool | None = None,
+    *,
+    create: bool = True,
+    check: bool = True,
+) -> Share:
+    """The core on the stores that settings name; raises ConfigError when one is unusable.
+    With create=False (every command but serve) an embedded store must already exist: a
+    command run from the wrong directory must not make itself a new, empty one."""
+    where = None if create else locate.missing_embedded(settings["BLOBS"], settings["META"])
+    if where is not None:
+        raise ConfigError(
+            f"no store at {where} — set SHARE_BLOBS/SHARE_META or run from the service's directory"
+        )
+    timeout = settings["STORE_TIMEOUT"]
     try:
-        blob_store = blobs.from_url(settings["BLOBS"])
+        blob_store = blobs.from_url(settings["BLOBS"], timeout=timeout)
     except ValueError as exc:
         raise ConfigError(f"SHARE_BLOBS={settings['BLOBS']!r}: {exc}") from None
-    meta_store = meta.from_url(settings["META"])
+    meta_store = meta.from_url(
+        settings["META"], timeout=timeout, view_cache_bytes=settings["VIEW_CACHE_BYTES"]
+    )
     for name, store in (("SHARE_BLOBS", blob_store), ("SHARE_META", meta_store)):
         try:
-            store.check()
+            if check:
+                store.check()
         except OSError as exc:
             raise ConfigError(f"{name}={settings[name[6:]]!r}: {exc}") from None
-    return Share(blob_store, meta_store, settings)
+    return Share(
+        guard(blob_store, "blob store", settings["BLOBS"], metrics.store_error),
+        guard(meta_store, "metadata store", settings["META"], metrics.store_error),
+        settings,
+        compute=compute,
+    )
 
 
 class Share:
@@ -126,15 +105,30 @@ class Share:
         meta: MetaStore,
         settings: dict[str, Any],
         clock: Callable[[], float] = time.time,
+        compute: ComputePool | None = None,
     ) -> None:
         self.blobs = blobs
         self.meta = meta
         self.settings = settings
         self.clock = clock
+        # Processes start on first use; one pool may serve several apps (tests share one).
+        self.compute = compute if compute is not None else ComputePool(settings)
+        self.views = ViewService(meta, self.compute, settings, clock=lambda: self.clock())
+        self.merges = Merges(self.compute, settings)
+        self._job = job_settings(settings)
+        self.leases = Leases(meta)
+        self._present: dict[str, float] = {}  # id -> when its blob was last seen (monotonic)
+
+    @property
+    def once(self) -> Any:
+        """The views' single flight (its `computed` counts computations: tests read it)."""
+        return self.views.once
 
     def close(self) -> None:
-        """Let go of store connections (the CLI does before gunicorn forks its workers)."""
+        """Let go of store connections and compute processes (the CLI does before gunicorn
+        forks its workers: neither may cross a fork)."""
         self.meta.close()
+        self.compute.close()
 
     # --- expiry -------------------------------------------------------------------------
     def expiry_seconds(self, requested: str | None) -> int | None:
@@ -150,8 +144,17 @@ class Share:
         return seconds
 
     # --- upload -------------------------------------------------------------------------
-    def upload(self, data: bytes, *, title: str = "", expires: str | None = None) -> Upload:
-        """Validate, deduplicate and store a profile; the blob is written before its record."""
+    def upload(
+        self,
+        data: bytes,
+        *,
+        title: str = "",
+        expires: str | None = None,
+        strip: pprof.StripSpec | None = None,
+    ) -> Upload:
+        """Validate, deduplicate and store a profile; the blob is written before its record.
+        With strip, what is stored (and hashed for the id) is the profile without those parts
+        (share.pprof.strip, applied in the compute process before hashing)."""
         limit = self.settings["MAX_UPLOAD_BYTES"]
         if len(data) > limit:
             raise TooLarge(
@@ -159,67 +162,86 @@ class Share:
                 "(SHARE_MAX_UPLOAD_BYTES)"
             )
         seconds = self.expiry_seconds(expires)
-        parsed = pprof.parse(data, max_profile_bytes=self.settings["MAX_PROFILE_BYTES"])
-        pid = profile_id(parsed.raw)
-        with self._exclusive(pid):
+        slot = self.compute.next_slot()
+        facts = self._validate(data, slot, strip)
+        try:
+            return self._store(facts, data, title, seconds, slot)
+        except StoreUnavailable as exc:  # the blob may be written, never a record without it
+            raise exc.nothing_stored() from exc
+
+    def _store(
+        self, facts: dict[str, Any], data: bytes, title: str, seconds: int | None, slot: int
+    ) -> Upload:
+        """The store half of an upload: under the profile's lease, the blob, then its record."""
+        pid = facts["id"]
+        blob = facts["blob"] if facts["blob"] is not None else data
+        with self._exclusive(pid) as lease:
             now = self.clock()
             expires_at = None if seconds is None else now + seconds
             existing = self._live_record(pid, now)
             if existing is not None:
-                return self._again(existing, parsed, data, expires_at)
-            blob = self._blob(parsed, data)
+                return self._again(existing, blob, expires_at)
             self.blobs.put(pid, blob)
             token = new_token()
             record = Record(
                 id=pid,
-                sha256=hashlib.sha256(parsed.raw).hexdigest(),
+                sha256=facts["sha256"],
                 title=title.strip()[:200],
-                size_bytes=len(parsed.raw),
+                size_bytes=facts["size_bytes"],
                 stored_bytes=len(blob),
                 created_at=now,
                 expires_at=expires_at,
                 delete_token_hash=token_hash(token),
-                sample_types=[list(t) for t in parsed.sample_types()],
-                default_sample_type=parsed.default_sample_type(),
-                n_samples=parsed.n_samples,
-                n_locations=parsed.n_locations,
-                n_functions=parsed.n_functions,
-                metadata=summarize(parsed),
+                sample_types=facts["sample_types"],
+                default_sample_type=facts["default_sample_type"],
+                n_samples=facts["n_samples"],
+                n_locations=facts["n_locations"],
+                n_functions=facts["n_functions"],
+                metadata=facts["metadata"],
             )
+            if not lease.held():  # lapsed while the store did not answer: take no chances
+                raise Busy(f"profile {pid} was busy while uploading; try again")
             if not self.meta.create(record):  # only if a lease expired under a slow upload
                 raise ShareError("the profile changed while uploading; try again", 409)
+            self._present[pid] = time.monotonic()
+            self.views.remember_slot(pid, slot)  # it holds the profile decoded
             return Upload(record, created=True, delete_token=token)
 
-    @staticmethod
-    def _blob(parsed: pprof.ParsedProfile, data: bytes) -> bytes:
-        """What we store: the upload itself when it is gzip, else its gzip."""
-        return data if parsed.was_gzip else gzip.compress(parsed.raw, compresslevel=6)
+    def _validate(
+        self, data: bytes, slot: int, strip: pprof.StripSpec | None = None
+    ) -> dict[str, Any]:
+        """The profile's id, record fields and blob (None: the upload as is), from a compute
+        process: the web tier never holds the decompressed profile, whatever it inflates to."""
+        job = {"op": "ingest", "data": data, "strip": strip or None, **self._job}
+        try:
+            return self.compute.run(job, slot=slot)
+        except AnalysisFailed as exc:
+            if exc.kind == "time":
+                raise ShareError(
+                    f"validating the profile took longer than {self.compute.seconds:g} s "
+                    "(SHARE_ANALYSIS_SECONDS); nothing was stored",
+                    422,
+                ) from None
+            if exc.kind == "memory":
+                raise TooLarge(
+                    f"{exc.message.replace('the analysis', 'the profile')}; nothing was stored"
+                ) from None
+            raise
 
-    def _again(
-        self, record: Record, parsed: pprof.ParsedProfile, data: bytes, expires_at: float | None
-    ) -> Upload:
+    def _again(self, record: Record, blob: bytes, expires_at: float | None) -> Upload:
         """A profile we already have: keep one copy, extend its life to the later expiry."""
         record.expires_at = self.meta.extend_expiry(record.id, expires_at)
         if not self.blobs.exists(record.id):  # lost by the store: put it back
-            self.blobs.put(record.id, self._blob(parsed, data))
+            self.blobs.put(record.id, blob)
         return Upload(record, created=False, delete_token=None)
 
     @contextmanager
-    def _exclusive(self, pid: str) -> Iterator[None]:
-        """Hold the profile's lease: uploads, deletes and purges of one id take turns, so a
+    def _exclusive(self, pid: str) -> Iterator[Any]:
+        """Hold the profile's lease (store.lease: short, renewed while held, so a killed
+        holder frees it in seconds): uploads, deletes and purges of one id take turns, so a
         delete never removes the blob of an upload that was answered 201."""
-        token = secrets.token_hex(8)
-        deadline = time.monotonic() + LOCK_WAIT_SECONDS
-        pause = 0.002
-        while not self.meta.try_lock(pid, token, LOCK_LEASE_SECONDS):
-            if time.monotonic() > deadline:
-                raise ShareError(f"profile {pid} is busy; try again", 503)
-            time.sleep(pause)
-            pause = min(pause * 2, 0.05)
-        try:
-            yield
-        finally:
-            self.meta.unlock(pid, token)
+        with self.leases.hold(pid, f"profile {pid}") as lease:
+            yield lease
 
     # --- reading ------------------------------------------------------------------------
     def _lookup(self, pid: str, now: float) -> tuple[Record | None, bool]:
@@ -248,53 +270,60 @@ class Share:
             raise Gone(f"profile {pid} has expired")
         raise NotFound(f"no profile with id {pid}")
 
+    @staticmethod
+    def _missing(pid: str) -> Gone:
+        return Gone(
+            f"profile {pid}: the stored profile is missing; uploading the same file again "
+            "restores it"
+        )
+
+    def available(self, pid: str) -> Record:
+        """The record of a live profile whose blob is stored; Gone when the blob was lost, so
+        the page and every view answer alike (a re-upload of the same bytes heals it)."""
+        record = self.record(pid)
+        seen = self._present.get(pid)
+        if seen is None or time.monotonic() - seen > PRESENT_SECONDS:
+            if not self.blobs.exists(pid):
+                self._present.pop(pid, None)
+                raise self._missing(pid)
+            if len(self._present) > 10_000:
+                self._present.clear()
+            self._present[pid] = time.monotonic()
+        return record
+
     def raw_gzip(self, pid: str) -> bytes:
         """The stored profile, gzip-compressed."""
         self.record(pid)
         try:
             return self.blobs.get(pid)
         except FileNotFoundError:
-            raise NotFound(f"no profile with id {pid}") from None
+            self._present.pop(pid, None)
+            raise self._missing(pid) from None
 
-    def profile(self, pid: str) -> pprof.ParsedProfile:
-        """The stored profile, parsed."""
-        data = self.raw_gzip(pid)
-        try:
-            return pprof.parse(data, max_profile_bytes=max(self.settings["MAX_PROFILE_BYTES"], 1))
-        except (BadProfile, TooLarge) as exc:  # stored under older, laxer rules or limits
-            raise ShareError(f"stored profile {pid} cannot be read: {exc.message}", 500) from exc
+    def cached_view(
+        self, pid: str, name: str, options: dict[str, Any], bases: tuple[str, ...] = ()
+    ) -> bytes | None:
+        """The view if it is already computed, else None — never waiting for an analysis
+        (a page renders at once; its script asks for what is missing)."""
+        self.record(pid)
+        return self.views.cached(pid, name, options, bases)
 
-    def view(self, pid: str, name: str, options: dict[str, Any]) -> bytes:
-        """A view of a profile (analysis.views), gzip-compressed: computed once, then served
-        from the metadata store. Options are canonical (analysis.options.parse); those of a
-        diff name its bases, which must be live too."""
-        bases = view_options.bases(options)
+    def view(
+        self, pid: str, name: str, options: dict[str, Any], bases: tuple[str, ...] = ()
+    ) -> bytes:
+        """A view of a live profile (and of the bases a diff reads), gzip-compressed:
+        computed once in the compute tier, then cached (compute.service)."""
         records = [self.record(pid), *map(self.record, bases)]
-        self._check_size("a diff", len(records), sum(r.size_bytes for r in records))
-        key = f"{view_options.key(name, options)}:{views.VERSION}"
-        cached = self.meta.view_get(pid, key)
-        if cached is not None:
-            return cached
-        body = views.render(name, [self.profile(pid), *map(self.profile, bases)], options)
-        data = gzip.compress(body, compresslevel=VIEW_GZIP_LEVEL, mtime=0)
-        self.meta.view_put(pid, key, data)
-        return data
+        if bases:
+            self.merges.check("a diff", len(records), sum(r.size_bytes for r in records))
+        return self.views.view(pid, name, options, bases)
+
+    def progress(self, pid: str) -> dict[str, Any]:
+        """What a slow first view of the profile is doing now (stage None: nothing)."""
+        self.record(pid)
+        return self.views.progress(pid)
 
     # --- combining ----------------------------------------------------------------------
-    def _check_size(self, what: str, count: int, total: int = 0) -> None:
-        """Refuse to combine more profiles, or more bytes (decompressed), than the settings
-        allow."""
-        most, limit = self.settings["MERGE_MAX_PROFILES"], self.settings["MERGE_MAX_BYTES"]
-        if count > most:
-            raise TooLarge(
-                f"{what} of {count} profiles is over the limit of {most} (SHARE_MERGE_MAX_PROFILES)"
-            )
-        if total > limit:
-            raise TooLarge(
-                f"{what} of {human_bytes(total)} of profiles (decompressed) is over the limit of "
-                f"{human_bytes(limit)} (SHARE_MERGE_MAX_BYTES)"
-            )
-
     def merge(
         self,
         sources: Sequence[str | tuple[str, bytes]],
@@ -302,33 +331,10 @@ class Share:
         title: str = "",
         expires: str | None = None,
     ) -> Upload:
-        """Merge stored profiles (ids) and uploaded files ((name, bytes)), in order, as
-        `go tool pprof -proto` merges them, and store the result as a new upload."""
-        if not sources:
-            raise ShareError("nothing to merge: give profile ids or links, or files")
-        self._check_size("a merge", len(sources))
-        parsed, names, refs, total = [], [], [], 0
-        for source in sources:
-            if isinstance(source, str):
-                names.append(self.record(source).title or source)
-                refs.append(source)
-                parsed.append(self.profile(source))
-            else:
-                names.append(source[0] or f"file {len(names) + 1}")
-                refs.append(names[-1])
-                try:
-                    parsed.append(
-                        pprof.parse(source[1], max_profile_bytes=self.settings["MAX_PROFILE_BYTES"])
-                    )
-                except BadProfile as exc:
-                    raise BadProfile(f"{names[-1]}: {exc.message}") from None
-            total += len(parsed[-1].raw)
-            self._check_size("a merge", len(sources), total)
-        comment = f"# pprof-share: merged from {len(sources)} profiles: {', '.join(refs)}"
-        raw = combine.merged_profile(parsed, comment[:4000])
-        data = gzip.compress(raw, compresslevel=MERGE_GZIP_LEVEL, mtime=0)
-        title = title.strip() or "merge of " + ", ".join(names)
-        return self.upload(data, title=title[:200], expires=expires)
+        """Merge stored profiles (ids) and files ((name, bytes)), in order, as `go tool pprof
+        -proto` merges them (compute.merges), and store the result as any upload is."""
+        data, default_title = self.merges.run(sources, self.record)
+        return self.upload(data, title=(title.strip() or default_title)[:200], expires=expires)
 
     # --- removal ------------------------------------------------------------------------
     def delete(self, pid: str, token: str | None) -> None:
@@ -360,3 +366,34 @@ class Share:
         """Remove every expired profile; safe to run from cron while the service runs."""
         now = self.clock()
         return sum(self.purge(pid, now) for pid in self.meta.expired(now))
+
+    # --- consistency --------------------------------------------------------------------
+    def fsck(self, repair: bool = False) -> Fsck:
+        """Records without blobs and blobs without records; with repair, remove them. Safe
+        while the service runs: each is checked again under its lease, which an upload holds
+        from blob to record. A blob still in the expiry index awaits prune: no orphan."""
+        records, stored = set(self.meta.ids()), set(self.blobs.keys())
+        found = Fsck()
+        for pid in sorted(records - stored):
+            with self._exclusive(pid):
+                if self.meta.load(pid) is not None and not self.blobs.exists(pid):
+                    found.records_without_blobs.append(pid)
+                    if repair:
+                        self.meta.delete(pid)
+        for key in sorted(stored - records):
+            if len(key) != ID_LENGTH:
+                continue  # not a profile of ours
+            with self._exclusive(key):
+                if self.meta.load(key) is None and self.meta.expiry_of(key) is None:
+                    found.blobs_without_records.append(key)
+                    if repair:
+                        self.blobs.delete(key)
+        return found
+
+
+@dataclass
+class Fsck:
+    """What fsck found (and, with repair, removed)."""
+
+    records_without_blobs: list[str] = field(default_factory=list)
+    blobs_without_records: list[str] = field(default_factory=list)

@@ -1,8 +1,11 @@
 // The index page: drag-and-drop anywhere and the file picker upload through XMLHttpRequest (for
 // upload progress), one file after another; server errors show inline; uploads made from this
-// browser are remembered in localStorage with their delete tokens. Without this script the
-// form still posts and the server answers with a redirect to the link.
-"use strict";
+// browser are remembered in localStorage with their delete tokens. Before anything is sent,
+// "Before sharing" shows what the files hold (index.inspect.js reads them here) with boxes to
+// tick for what the server should strip. Without this script the form still posts and the
+// server answers with a redirect to the link.
+import { inspect } from "./index.inspect.js";
+import { renderReview as drawReview, stripSpec as specOf } from "./index.review.js";
 
 (() => {
   const STORE_KEY = "pprof-share:uploads";
@@ -113,7 +116,7 @@
       if (u.token) {
         button.textContent = "Delete";
         button.className = "delete";
-        button.addEventListener("click", () => deleteUpload(u, row, button));
+        button.addEventListener("click", () => confirmDelete(u, row, button));
       } else {
         button.textContent = "Forget";
         button.title = "No delete token: this browser did not create this upload";
@@ -124,6 +127,36 @@
       tbody.append(row);
     }
     section.hidden = list.length === 0;
+  }
+
+  /** Deleting cannot be undone and removes the link for everyone: ask first, in the row. */
+  function confirmDelete(u, row, button) {
+    const ask = document.createElement("span");
+    ask.className = "confirm-delete";
+    ask.setAttribute("role", "alertdialog");
+    ask.append("Delete for everyone? ");
+    const yes = document.createElement("button");
+    yes.type = "button";
+    yes.className = "confirm-yes";
+    yes.textContent = "Yes, delete";
+    const no = document.createElement("button");
+    no.type = "button";
+    no.className = "confirm-no";
+    no.textContent = "Cancel";
+    ask.append(yes, " ", no);
+    button.hidden = true;
+    button.after(ask);
+    no.addEventListener("click", () => {
+      ask.remove();
+      button.hidden = false;
+      button.focus();
+    });
+    yes.addEventListener("click", () => {
+      ask.remove();
+      button.hidden = false;
+      deleteUpload(u, row, button);
+    });
+    no.focus();
   }
 
   async function deleteUpload(u, row, button) {
@@ -195,7 +228,7 @@
     return `the server answered ${xhr.status} ${xhr.statusText}`.trim();
   }
 
-  function send(file) {
+  function send(file, strip) {
     return new Promise((resolve) => {
       const xhr = new XMLHttpRequest();
       xhr.open("POST", base);
@@ -222,6 +255,7 @@
       data.append("file", file, file.name);
       if (titleInput.value.trim()) data.append("title", titleInput.value.trim());
       data.append("expires", expiresInput.value);
+      if (strip) data.append("strip", strip);
       showProgress(file.name, 0, file.size);
       xhr.send(data);
     });
@@ -246,9 +280,9 @@
   let busy = false;
   let queued = 0; // files since the queue was last empty: only a lone file navigates
 
-  function uploadAll(files) {
+  function uploadAll(files, strip = "") {
     if (files.length === 0) return;
-    for (const file of files) queue.push({ file, ...resultLine(file) });
+    for (const file of files) queue.push({ file, strip, ...resultLine(file) });
     queued += files.length;
     if (!busy) drain();
   }
@@ -258,7 +292,7 @@
     form.classList.add("busy");
     let landed = null;
     while (queue.length) {
-      const { file, li, outcome } = queue.shift();
+      const { file, strip, li, outcome } = queue.shift();
       let result;
       if (file.size > maxBytes) {
         result = {
@@ -267,7 +301,7 @@
         };
       } else {
         outcome.textContent = "uploading…";
-        result = await send(file);
+        result = await send(file, strip);
       }
       li.classList.remove("pending");
       outcome.replaceChildren();
@@ -279,6 +313,9 @@
         link.textContent = result.body.url;
         outcome.append(link);
         if (result.body.deduplicated) outcome.append(" (already here: same link as before)");
+        if (result.body.stripped && result.body.stripped.length) {
+          outcome.append(` (removed: ${result.body.stripped.join("; ")})`);
+        }
         landed = result.body.url;
       } else {
         li.classList.add("error");
@@ -296,11 +333,61 @@
     if (lone && landed) window.location.assign(landed);
   }
 
-  picker.addEventListener("change", () => uploadAll(Array.from(picker.files)));
+  // ---- before sharing: what the files hold, and what to strip -----------------------------
+
+  const panel = document.getElementById("review");
+  const panelBody = document.getElementById("review-body");
+  let waiting = []; // files chosen, not yet sent: they wait for the uploader's choice
+  let findings = [];
+
+  /** Reads the files here; uploads at once only when none holds anything to remove. */
+  async function review(files) {
+    if (files.length === 0) return;
+    const read = await Promise.all(
+      files.map((f) => (f.size <= maxBytes ? inspect(f).catch(() => null) : null)),
+    );
+    waiting = waiting.concat(files);
+    findings = findings.concat(read.filter(Boolean));
+    if (!findings.some(worthAsking)) {
+      const now = waiting;
+      closeReview();
+      uploadAll(now);
+      return;
+    }
+    renderReview();
+  }
+
+  function renderReview() {
+    drawReview(panel, panelBody, waiting, findings);
+  }
+
+  function worthAsking(f) {
+    return f.labels.length || f.comments.length || f.paths || f.buildIds || f.types.length > 1;
+  }
+
+  function closeReview() {
+    waiting = [];
+    findings = [];
+    panel.hidden = true;
+    panelBody.replaceChildren();
+  }
+
+  document.getElementById("review-upload").addEventListener("click", () => {
+    const files = waiting;
+    const spec = specOf(panel);
+    closeReview();
+    uploadAll(files, spec);
+  });
+  document.getElementById("review-cancel").addEventListener("click", () => {
+    closeReview();
+    picker.value = "";
+  });
+
+  picker.addEventListener("change", () => review(Array.from(picker.files)));
 
   form.addEventListener("submit", (e) => {
     e.preventDefault();
-    if (picker.files.length) uploadAll(Array.from(picker.files));
+    if (picker.files.length) review(Array.from(picker.files));
     else picker.focus();
   });
 
@@ -330,7 +417,7 @@
     e.preventDefault();
     dragDepth = 0;
     document.body.classList.remove("dragging");
-    uploadAll(Array.from(e.dataTransfer.files));
+    review(Array.from(e.dataTransfer.files));
   });
 
   // ---- copy buttons on the manual's examples ---------------------------------------------

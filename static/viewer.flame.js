@@ -23,18 +23,33 @@ function hash32(text) {
   return h >>> 0;
 }
 
-const colourCache = new Map();
-function colourOf(name) {
+/** The theme's flame colours, from CSS variables of static/base.css (light or dark). */
+export function palette() {
+  const css = getComputedStyle(document.documentElement);
+  const get = (name, fallback) => css.getPropertyValue(name).trim() || fallback;
+  return {
+    text: get("--flame-text", "#1d2330"),
+    textDim: get("--flame-text-dim", "#7b8494"),
+    dim: get("--flame-dim", "#dfe2e7"),
+    hover: get("--flame-hover", "#1d2330"),
+    sat: Number(get("--flame-sat", "65")) || 65,
+    light: Number(get("--flame-light", "62")) || 62,
+  };
+}
+
+const colourCache = new Map(); // "sat/light/package" -> colour
+function colourOf(name, pal) {
   const pkg = packageOf(name);
-  let c = colourCache.get(pkg);
+  const key = `${pal.sat}/${pal.light}/${pkg}`;
+  let c = colourCache.get(key);
   if (!c) {
     const h = hash32(pkg);
     // Warm flame hues (red .. yellow) with a little spread in lightness for neighbours.
     const hue = (h % 55) + 5;
-    const sat = 65 + ((h >>> 8) % 20);
-    const light = 62 + ((h >>> 16) % 14);
+    const sat = pal.sat + ((h >>> 8) % 20);
+    const light = pal.light + ((h >>> 16) % 14);
     c = `hsl(${hue} ${sat}% ${light}%)`;
-    colourCache.set(pkg, c);
+    colourCache.set(key, c);
   }
   return c;
 }
@@ -45,7 +60,6 @@ function colourOf(name) {
 
 export const ROW = 18;
 const MIN_PX = 0.5;
-const DIM = "#dfe2e7";
 
 export class FlameGraph {
   constructor(opts) {
@@ -56,6 +70,11 @@ export class FlameGraph {
     this.match = null; // Uint8Array over names, or null when no search is active
     this.hover = -1;
     this.pending = false;
+    this.palette = palette();
+    // A new theme (the toggle, or the system's scheme) repaints with its colours.
+    const retheme = () => this.retheme();
+    document.addEventListener("themechange", retheme);
+    window.matchMedia("(prefers-color-scheme: dark)").addEventListener("change", retheme);
     this.scroller.addEventListener("scroll", () => this.schedule());
     this.canvas.addEventListener("mousemove", (e) => this.onMove(e));
     this.canvas.addEventListener("mouseleave", () => this.hideTip());
@@ -100,11 +119,24 @@ export class FlameGraph {
       stack.push(i);
     }
     for (const i of stack) d.end[i] = n;
-    for (let k = 0; k < fg.names.length; k++) d.colour[k] = colourOf(fg.names[k] || "root");
     this.data = d;
+    this.paintColours();
     this.zoom = 0;
     this.charW = 0;
     this.relayout();
+  }
+
+  paintColours() {
+    const d = this.data;
+    for (let k = 0; k < d.names.length; k++) d.colour[k] = colourOf(d.names[k] || "root", this.palette);
+  }
+
+  /** Re-reads the palette (after a theme change) and redraws. */
+  retheme() {
+    this.palette = palette();
+    if (!this.data) return;
+    this.paintColours();
+    this.draw();
   }
 
   *children(i) {
@@ -232,6 +264,7 @@ export class FlameGraph {
     const lastRow = Math.ceil((top + cssH) / ROW);
     const match = this.match;
     const z = this.zoom;
+    const pal = this.palette;
     for (let k = 0; k < d.count; k++) {
       const i = d.order[k];
       const row = d.depth[i];
@@ -241,11 +274,11 @@ export class FlameGraph {
       const y = row * ROW - top;
       const nameIdx = d.name[i];
       const hit = !match || match[nameIdx];
-      ctx.fillStyle = hit ? d.colour[nameIdx] : DIM;
+      ctx.fillStyle = hit ? d.colour[nameIdx] : pal.dim;
       ctx.globalAlpha = i !== z && d.shown[i] === d.gen && isAncestor(d, i, z) ? 0.55 : 1;
       ctx.fillRect(x, y, Math.max(w - (w > 2 ? 1 : 0), MIN_PX), ROW - 1);
       if (i === this.hover) {
-        ctx.strokeStyle = "#1d2330";
+        ctx.strokeStyle = pal.hover;
         ctx.lineWidth = 1;
         ctx.strokeRect(x + 0.5, y + 0.5, Math.max(w - 2, 1), ROW - 2);
       }
@@ -253,7 +286,7 @@ export class FlameGraph {
       if (room >= 3) {
         const label = i === 0 ? "all" : d.names[nameIdx];
         const text = label.length > room ? label.slice(0, room - 1) + "…" : label;
-        ctx.fillStyle = hit ? "#1d2330" : "#7b8494";
+        ctx.fillStyle = hit ? pal.text : pal.textDim;
         ctx.fillText(text, x + 3, y + ROW / 2);
       }
     }

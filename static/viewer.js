@@ -3,6 +3,7 @@
 // through textContent, attribute values and canvas fillText only, never through innerHTML.
 import { FlameGraph } from "./viewer.flame.js";
 import { formatPct, formatRemaining, formatTime, formatValue } from "./viewer.format.js";
+import { watchProgress } from "./viewer.progress.js";
 
 const root = document.getElementById("viewer");
 const $ = (id) => document.getElementById(id);
@@ -197,6 +198,24 @@ async function show(si, opts) {
   renderTop();
   root.dataset.state = "ready";
   root.dataset.sampleType = typeName;
+  showHeader(fg.sample_index);
+}
+
+/** pprof's header lines (Type:, Duration: ... Total) follow the sample type shown. */
+let headerIndex = null; // whose lines #pprof-header shows; null: the default type's (server's)
+async function showHeader(si) {
+  const pre = $("pprof-header");
+  if (!pre || si == null) return;
+  const shown = headerIndex === null ? state.fg.default_sample_index : headerIndex;
+  // The page renders before any analysis: the default type's lines may not be there yet.
+  if (si === shown && pre.textContent.trim()) return;
+  headerIndex = si;
+  try {
+    const s = await cachedJSON(`${root.dataset.summaryUrl}?si=${encodeURIComponent(siParam(si))}`);
+    if (headerIndex === si) pre.textContent = s.header.join("\n");
+  } catch {
+    // the previous lines stay; the flame graph and the table are what matter
+  }
 }
 
 /** The top JSON's rows come by column ({name: [...], flat: [...], ...}): one object per row. */
@@ -488,7 +507,8 @@ function expiresText(t) {
 
 function setupWaysOut() {
   const raw = new URL(root.dataset.rawUrl, location.href).href;
-  $("speedscope-link").href = "https://www.speedscope.app/#profileURL=" + encodeURIComponent(raw);
+  const speedscope = root.dataset.speedscopeUrl || "https://www.speedscope.app/";
+  $("speedscope-link").href = speedscope + "#profileURL=" + encodeURIComponent(raw);
   const cmd = $("pprof-cmd");
   const button = $("copy-cmd");
   button.addEventListener("click", async () => {
@@ -577,10 +597,11 @@ async function start() {
     .catch((err) => {
       dom.meta.replaceChildren(Object.assign(document.createElement("dd"), { textContent: err.message }));
     });
+  const stopProgress = watchProgress(dom.status, root.dataset.recordUrl + "/progress");
   try {
     // The default view first: it names the sample types the URL's si refers to.
     state.full = want.full;
-    const fg = await load(-1)[0];
+    const fg = await load(-1)[0].finally(stopProgress);
     state.types = fg.sample_types || [];
     fillSelect(fg);
     const si = siFromParam(want.si, fg.sample_index);

@@ -73,14 +73,13 @@ def manifest() -> list[dict[str, str]]:
 
 
 # --- real services ---------------------------------------------------------------------------
-@pytest.fixture(scope="session")
-def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A redis-server of our own on a free port, keeping nothing on disk."""
+def start_redis(workdir: Path, port: int | None = None) -> tuple[str, subprocess.Popen[bytes]]:
+    """redis-server on a free port (or the one given, to restart it), keeping nothing on disk:
+    (URL, process)."""
     exe = shutil.which("redis-server")
     if exe is None:
         unavailable("redis-server is not installed (make test installs it)")
-    port = free_port()
-    workdir = tmp_path_factory.mktemp("redis")
+    port = port or free_port()
     proc = subprocess.Popen(
         [
             exe,
@@ -101,13 +100,11 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     if not wait_for_port(port, proc):
         stop(proc)
         unavailable("redis-server did not start")
-    yield f"redis://127.0.0.1:{port}/0"
-    stop(proc)
+    return f"redis://127.0.0.1:{port}/0", proc
 
 
-@pytest.fixture(scope="session")
-def s3_endpoint() -> Iterator[str]:
-    """moto's S3-compatible HTTP server in its own process; reached by boto3 over the wire."""
+def start_moto() -> tuple[str, subprocess.Popen[bytes]]:
+    """moto's S3-compatible HTTP server in its own process: (endpoint, process)."""
     exe = BIN / "moto_server"
     if not exe.exists():
         unavailable("moto_server is not installed (pip install 'moto[server]')")
@@ -120,7 +117,21 @@ def s3_endpoint() -> Iterator[str]:
     if not wait_for_port(port, proc, timeout=30):
         stop(proc)
         unavailable("moto_server did not start")
-    endpoint = f"http://127.0.0.1:{port}"
+    return f"http://127.0.0.1:{port}", proc
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A redis-server of our own on a free port, keeping nothing on disk."""
+    url, proc = start_redis(tmp_path_factory.mktemp("redis"))
+    yield url
+    stop(proc)
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint() -> Iterator[str]:
+    """moto's S3-compatible HTTP server in its own process; reached by boto3 over the wire."""
+    endpoint, proc = start_moto()
     saved = {k: os.environ.get(k) for k in _AWS_ENV}
     os.environ.update(_AWS_ENV, AWS_ENDPOINT_URL=endpoint)
     yield endpoint
@@ -170,14 +181,38 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, Any]:
     return backend_settings(request.param, request, tmp_path)
 
 
+_POOL: list[Any] = []
+
+
+def shared_pool() -> Any:
+    """One ComputePool for every in-process app of the run: apps differ in stores and limits,
+    which jobs carry, so sharing it only saves starting compute processes per test."""
+    if not _POOL:
+        from share.compute.pool import ComputePool
+        from share.config import load
+
+        _POOL.append(ComputePool(load({}, {"ANALYSIS_WORKERS": 2})))
+    return _POOL[0]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _close_shared_pool() -> Iterator[None]:
+    yield
+    if _POOL:
+        _POOL.pop().close()
+
+
+def make_app(config: dict[str, Any]):  # type: ignore[no-untyped-def]
+    """create_app(config) on the shared compute pool."""
+    from share import create_app
+
+    return create_app({"COMPUTE": shared_pool(), **config})
+
+
 @pytest.fixture
 def app(tmp_path: Path):  # type: ignore[no-untyped-def]
     """The app on the embedded default stores in a fresh tmp dir."""
-    from share import create_app
-
-    return create_app(
-        {"BLOBS": f"file:{tmp_path}/blobs", "META": f"sqlite:{tmp_path}/meta.sqlite3"}
-    )
+    return make_app({"BLOBS": f"file:{tmp_path}/blobs", "META": f"sqlite:{tmp_path}/meta.sqlite3"})
 
 
 @pytest.fixture
@@ -186,12 +221,17 @@ def client(app):  # type: ignore[no-untyped-def]
 
 
 # --- a real server ---------------------------------------------------------------------------
+RATE_SETTINGS = ("SHARE_RATE_UPLOADS", "SHARE_RATE_UPLOAD_BYTES", "SHARE_RATE_DELETES")
+
+
 def start_server(
     env: dict[str, str], log: Path, workers: int = 2
 ) -> tuple[str, subprocess.Popen[bytes]]:
     """`pprof-share serve` with env on a free port, stderr to log: (base URL, process).
     Our own server not starting is a bug, so a failure, never a skip."""
     port = free_port()
+    for name in RATE_SETTINGS:  # the suite uploads far faster than any client should
+        env.setdefault(name, "off")
     with open(log, "wb") as out:
         proc = subprocess.Popen(
             [str(BIN / "pprof-share"), "serve", "--port", str(port), "--workers", str(workers)],
@@ -333,3 +373,15 @@ def go_pprof(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GoPprof]:
     runner = GoPprof(go, env)
     yield runner
     runner.pool.shutdown(cancel_futures=True)
+
+
+# --- profiles made to order -----------------------------------------------------------------
+def unique_profile(tag: str, base: str = "go-runtime/heap.pb.gz") -> bytes:
+    """A valid profile of its own (a new id) for each tag: the corpus profile with one more,
+    unreferenced entry in its string table (field 6), gzip-compressed."""
+    import gzip
+
+    raw = gzip.decompress((CORPUS / base).read_bytes())
+    extra = tag.encode()
+    assert len(extra) < 128
+    return gzip.compress(raw + bytes([0x32, len(extra)]) + extra, mtime=0)

@@ -11,9 +11,7 @@ from pathlib import Path
 
 from test_cli_upload import REPO, cli, unique_profile
 
-from share import create_app
-
-from conftest import http_status
+from conftest import http_status, make_app
 
 
 def uploaded(server: str, tmp_path: Path) -> dict:
@@ -56,15 +54,15 @@ def test_delete_by_id_on_the_configured_server(live_server: str, tmp_path: Path)
 def test_prune_removes_only_expired_profiles(tmp_path: Path) -> None:
     stores = {"BLOBS": f"file:{tmp_path}/blobs", "META": f"sqlite:{tmp_path}/meta.sqlite3"}
     # Uploaded "two hours ago" for one hour: expired now. A second one is still live.
-    past = create_app({**stores, "CLOCK": lambda: time.time() - 7200}).extensions["share"]
+    past = make_app({**stores, "CLOCK": lambda: time.time() - 7200}).extensions["share"]
     old = past.upload(unique_profile(), expires="1h").record.id
-    live = create_app(stores).extensions["share"].upload(unique_profile(), expires="1h")
+    live = make_app(stores).extensions["share"].upload(unique_profile(), expires="1h")
     env = dict(os.environ, **{f"SHARE_{k}": v for k, v in stores.items()})
     run = [sys.executable, "-m", "share.cli", "prune"]
     result = subprocess.run(run, capture_output=True, text=True, env=env, cwd=REPO, timeout=60)
     assert result.returncode == 0, result.stderr
     assert result.stdout == "removed 1 expired profile\n"
-    share = create_app(stores).extensions["share"]
+    share = make_app(stores).extensions["share"]
     assert share.meta.load(old) is None and not share.blobs.exists(old)
     assert share.record(live.record.id).id == live.record.id
     result = subprocess.run(run, capture_output=True, text=True, env=env, cwd=REPO, timeout=60)

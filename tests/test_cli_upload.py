@@ -301,3 +301,27 @@ def test_upload_over_the_limit_names_the_limit(
     assert len(lines) == 1
     assert lines[0].startswith(f"pprof-share: {path}: ")
     assert "100 KiB" in lines[0] and "(HTTP 413)" in lines[0]
+
+
+def test_upload_token_from_the_environment(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SHARE_", "PPROF_SHARE"))}
+    env.update(
+        SHARE_BLOBS=f"file:{tmp_path}/blobs",
+        SHARE_META=f"sqlite:{tmp_path}/meta.sqlite3",
+        SHARE_UPLOAD_TOKEN="team-token",
+    )
+    server, proc = start_server(env, tmp_path / "server.log", workers=1)
+    try:
+        path = tmp_path / "cpu.pb.gz"
+        path.write_bytes(unique_profile())
+        refused = cli("upload", str(path), server=server)
+        assert refused.returncode != 0 and "Authorization: Bearer" in refused.stderr
+        os.environ[client.UPLOAD_TOKEN_ENV] = "team-token"
+        try:
+            done = cli("upload", str(path), server=server)
+        finally:
+            del os.environ[client.UPLOAD_TOKEN_ENV]
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.startswith(server + "/")
+    finally:
+        stop(proc)

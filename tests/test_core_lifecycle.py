@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from share import create_app
+from conftest import make_app
 
 CORPUS = Path(__file__).parent / "corpus"
 HEAP = (CORPUS / "go-runtime/heap.pb.gz").read_bytes()
@@ -32,7 +32,7 @@ def clock() -> Clock:
 
 @pytest.fixture
 def lifecycle_app(backend: dict[str, Any], clock: Clock) -> Any:
-    return create_app({**backend, "CLOCK": clock})
+    return make_app({**backend, "CLOCK": clock})
 
 
 def is_empty(app: Any, pid: str) -> bool:
@@ -82,7 +82,7 @@ def test_bad_expiry_is_400_and_nothing_stored(lifecycle_app):
 
 
 def test_expiry_is_capped_by_the_operator(backend, clock):
-    app = create_app({**backend, "CLOCK": clock, "MAX_EXPIRY": "7d"})
+    app = make_app({**backend, "CLOCK": clock, "MAX_EXPIRY": "7d"})
     reply = post(app.test_client(), HEAP, headers={"Expires-In": "never"})
     expected = datetime.fromtimestamp(clock.now + 7 * 86400).astimezone()
     assert datetime.fromisoformat(reply.headers["X-Expires"]) == expected

@@ -13,17 +13,19 @@ SHARE = Path(__file__).parent.parent / "share"
 MAX_LINES = 400
 
 # What each part of share may import (besides itself), as share/__init__.py draws it.
-LEAVES = {"config", "errors"}
+LEAVES = {"config", "errors", "metrics"}
 ALLOWED = {
     "root": {"web"},  # share/__init__.py: create_app() for gunicorn
-    "web": {"core", "analysis", "pprof", "store"} | LEAVES,
-    "cli": {"web", "core", "analysis", "pprof", "store"} | LEAVES,  # serve runs the web app
-    "core": {"analysis", "pprof", "store"} | LEAVES,
+    "web": {"core", "compute", "analysis", "pprof", "store"} | LEAVES,
+    "cli": {"web", "core", "compute", "analysis", "pprof", "store"} | LEAVES,  # serve: the app
+    "core": {"compute", "analysis", "pprof", "store"} | LEAVES,
+    "compute": {"analysis", "pprof", "store"} | LEAVES,
     "analysis": {"pprof"} | LEAVES,
     "pprof": {"errors"},
     "store": {"errors"},
     "config": set(),
     "errors": set(),
+    "metrics": set(),
 }
 
 

@@ -105,8 +105,13 @@ def test_installed_wheel_serves_from_an_empty_directory(wheel: Path, tmp_path: P
         with urllib.request.urlopen(upload, timeout=60) as reply:
             assert reply.status == 201
             pid = json.loads(reply.read())["id"]
-        status, page = get(f"{base}/{pid}")
+        # A browser gets the page (a client without Accept, the profile: README "One link").
+        status, page = get(f"{base}/{pid}", {"Accept": "text/html"})
         assert status == 200 and b"viewer.js" in page
+        status, script = get(f"{base}/pprof-share")  # built from the installed sources
+        assert status == 200 and f"DEFAULT_SERVER = '{base}'".encode() in script
+        status, png = get(f"{base}/{pid}/preview.png")
+        assert status == 200 and png.startswith(b"\x89PNG")
         status, doc = get(f"{base}/api/v1/profiles/{pid}/flamegraph")
         assert status == 200 and json.loads(doc)["total"] > 0
         assert (empty / "data" / "meta.sqlite3").exists()  # the embedded default, here
@@ -114,6 +119,8 @@ def test_installed_wheel_serves_from_an_empty_directory(wheel: Path, tmp_path: P
         stop(proc)
 
 
-def get(url: str) -> tuple[int, bytes]:
-    with urllib.request.urlopen(url, timeout=60) as reply:
+def get(url: str, headers: dict[str, str] | None = None) -> tuple[int, bytes]:
+    with urllib.request.urlopen(
+        urllib.request.Request(url, headers=headers or {}), timeout=60
+    ) as reply:
         return reply.status, reply.read()

@@ -24,7 +24,9 @@ def readme_commands() -> list[str]:
     """Lines of README's sh blocks that talk to the service (curl, go tool pprof)."""
     blocks = re.findall(r"```sh\n(.*?)```", README.read_text(), flags=re.S)
     lines = [line.split("  #")[0].strip() for block in blocks for line in block.splitlines()]
-    return [line for line in lines if PLACEHOLDER_HOST[7:] in line and not line.startswith("#")]
+    # ./pprof-share is the CLI a line above downloaded from the server.
+    wanted = (PLACEHOLDER_HOST[7:] in line or line.startswith("./pprof-share") for line in lines)
+    return [line for line, w in zip(lines, wanted, strict=True) if w and not line.startswith("#")]
 
 
 @pytest.fixture
@@ -82,6 +84,7 @@ def test_readme_commands_work_as_they_stand(live_server, fake_pprof_endpoint, tm
         pytest.fail("curl is needed for this test")
     shutil.copy(CORPUS / "go-runtime/cpu-small.pb.gz", tmp_path / "cpu.pb.gz")
     shutil.copy(CORPUS / "go-runtime/heap.pb.gz", tmp_path / "heap.pb.gz")
+    ran_cli = False
     shared = upload_unique(live_server)
     ran = 0
     # Lines that delete go last and each get a profile of their own to delete.
@@ -108,4 +111,8 @@ def test_readme_commands_work_as_they_stand(live_server, fake_pprof_endpoint, tm
         )
         assert result.returncode == 0, (command, result.stdout[-500:], result.stderr[-500:])
         ran += 1
-    assert ran >= 15
+        # The downloaded CLI was given no --server: it answered with this server's link.
+        if command.startswith("./pprof-share upload"):
+            assert result.stdout.startswith(live_server + "/"), result.stdout
+            ran_cli = True
+    assert ran >= 15 and ran_cli

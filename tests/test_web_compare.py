@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 
 from share import create_app, pprof
-from share.analysis import views
 
 from conftest import CORPUS
 
@@ -78,16 +77,15 @@ def test_every_view_takes_a_base_by_id_or_link(web) -> None:  # type: ignore[no-
     assert plain["diff"] is False and plain["total"] == 5_820_000_000
 
 
-def test_a_diff_is_computed_once_per_base_and_mode(web, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_a_diff_is_computed_once_per_base_and_mode(make_app) -> None:  # type: ignore[no-untyped-def]
+    web = make_app()
+    once = web.application.extensions["share"].once
     new, base = upload(web, LABELS), upload(web, SMALL)
-    calls = []
-    real = views.render
-    monkeypatch.setattr(views, "render", lambda *a: calls.append(a[0]) or real(*a))
     for ref in (base, f"http://x/{base}", f"localhost:8000/{base}/top"):
         assert web.get(f"/{new}/top?diff_base={ref}").status_code == 200
-    assert calls == ["toptext"]
+    assert once.computed == 1
     assert web.get(f"/{new}/top?base={base}").status_code == 200
-    assert calls == ["toptext", "toptext"]
+    assert once.computed == 2
 
 
 def test_bases_must_exist_and_be_live(web, clock) -> None:  # type: ignore[no-untyped-def]

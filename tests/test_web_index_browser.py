@@ -60,6 +60,11 @@ def drop(page, files: list[tuple[str, bytes]], selector: str = "#manual") -> dic
     return page.evaluate(DROP_JS, [encoded, selector])
 
 
+def confirm_review(page) -> None:  # type: ignore[no-untyped-def]
+    """ "Before sharing" lists what the files hold; upload them as they are."""
+    page.locator("#review-upload").click()
+
+
 def throttle(page, upload_bytes_per_second: int) -> None:  # type: ignore[no-untyped-def]
     """Slow this page's uploads down (Chromium network emulation over CDP)."""
     cdp = page.context.new_cdp_session(page)
@@ -92,6 +97,7 @@ def test_drop_anywhere_uploads_and_lands_on_the_link(live_server: str, page) -> 
     # Dropped on the manual, far from the form: the whole page is the drop target.
     outcome = drop(page, [("cpu-dropped.pb.gz", data)])
     assert outcome == {"overlay": True, "accepted": True}
+    confirm_review(page)
     page.wait_for_url(LINK, timeout=30_000)
     link = page.url
     with urllib.request.urlopen(link + "/raw", timeout=30) as response:
@@ -136,6 +142,7 @@ def test_progress_bar_while_a_large_profile_uploads(live_server: str, page) -> N
     )
     throttle(page, 2 * 1024 * 1024)  # localhost is too fast to see progress
     drop(page, [("cpu-xl.pb.gz", data)])
+    confirm_review(page)
     page.wait_for_function(
         "() => { const b = document.getElementById('progress');"
         " return !b.hidden && Number(b.dataset.loaded) > 0"
@@ -181,6 +188,7 @@ def test_several_files_each_get_a_result_line(live_server: str, page, tmp_path: 
     bad.write_text("not a profile\n")
     page.goto(live_server + "/")
     page.locator("#file").set_input_files([paths[0], bad, paths[1]])
+    confirm_review(page)
     page.wait_for_function(
         "() => document.querySelectorAll('#results li:not(.pending)').length === 3",
         timeout=30_000,
@@ -199,8 +207,10 @@ def test_a_drop_during_an_upload_joins_the_queue(live_server: str, page) -> None
     page.goto(live_server + "/")
     throttle(page, 1024 * 1024)
     drop(page, [("first.pb.gz", first)])
+    confirm_review(page)
     page.wait_for_function("() => Number(document.getElementById('progress').dataset.loaded) > 0")
     drop(page, [("second.pb.gz", second)])
+    confirm_review(page)
     page.wait_for_function(
         "() => document.querySelectorAll('#results li.ok').length === 2", timeout=30_000
     )
@@ -284,15 +294,28 @@ def test_your_uploads_lists_and_deletes(live_server: str, page, tmp_path: Path) 
     page.goto(live_server + "/")
     assert page.locator("#mine").is_hidden()  # nothing uploaded from this browser yet
     page.locator("#file").set_input_files(paths)
+    confirm_review(page)
     rows = page.locator("#mine-list tr")
     page.wait_for_function("() => document.querySelectorAll('#mine-list tr').length === 3")
     page.screenshot(path=ARTIFACTS / "your-uploads.png", full_page=True)
     uploads = {u["title"]: u for u in stored_uploads(page)}
     assert set(uploads) == {"mutex.pb.gz", "goroutine.pb.gz", "threadcreate.pb.gz"}
 
-    # Delete with the remembered token: gone from the server and from the list.
+    # Delete asks first: nothing is deleted until the uploader says yes.
     mutex = uploads["mutex.pb.gz"]
-    page.locator(f"#mine-list tr[data-id='{mutex['id']}'] button.delete").click()
+    row = page.locator(f"#mine-list tr[data-id='{mutex['id']}']")
+    row.locator("button.delete").click()
+    row.locator(".confirm-delete").wait_for()
+    assert "Delete for everyone?" in row.inner_text()
+    page.wait_for_timeout(300)
+    assert http_status(mutex["url"]) == 200 and rows.count() == 3
+    row.locator("button.confirm-no").click()
+    assert row.locator(".confirm-delete").count() == 0 and row.locator("button.delete").is_visible()
+    assert http_status(mutex["url"]) == 200
+
+    # Delete with the remembered token: gone from the server and from the list.
+    row.locator("button.delete").click()
+    row.locator("button.confirm-yes").click()
     page.wait_for_function("() => document.querySelectorAll('#mine-list tr').length === 2")
     assert http_status(mutex["url"]) == 404
 
@@ -304,6 +327,7 @@ def test_your_uploads_lists_and_deletes(live_server: str, page, tmp_path: Path) 
     with urllib.request.urlopen(request, timeout=30) as response:
         assert response.status == 204
     page.locator(f"#mine-list tr[data-id='{goroutine['id']}'] button.delete").click()
+    page.locator("#mine-list button.confirm-yes").click()
     page.wait_for_function("() => document.querySelectorAll('#mine-list tr').length === 1")
 
     # A wrong token: the server's refusal shows on the row, which stays.
@@ -318,6 +342,7 @@ def test_your_uploads_lists_and_deletes(live_server: str, page, tmp_path: Path) 
     page.reload()
     assert rows.count() == 1
     page.locator("#mine-list button.delete").click()
+    page.locator("#mine-list button.confirm-yes").click()
     error = page.locator("#mine-list .row-error")
     error.wait_for()
     assert "token" in error.inner_text()

@@ -6,7 +6,7 @@ import gzip
 
 import pytest
 
-from share.analysis import flame, views
+from share.analysis import flame
 
 from conftest import CORPUS
 
@@ -116,14 +116,14 @@ def test_views_go_out_gzipped_to_clients_that_take_it(api, path: str) -> None:  
     assert anything.headers["Content-Encoding"] == "gzip"
 
 
-def test_views_are_cached_per_resolved_type(api, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_views_are_cached_per_resolved_type(app, api) -> None:  # type: ignore[no-untyped-def]
     pid = upload(api, "go-runtime/cpu-small.pb.gz")
-    calls = []
-    real = views.graph
-    monkeypatch.setattr(views, "graph", lambda t, i: calls.append(i) or real(t, i))
+    once = app.extensions["share"].once
     for si in ("cpu", "1", ""):  # the same type by name, index and default
         assert api.get(f"/api/v1/profiles/{pid}/flamegraph?si={si}").status_code == 200
-    assert calls == [1]
+    assert once.computed == 1
+    assert api.get(f"/api/v1/profiles/{pid}/flamegraph?si=samples").status_code == 200
+    assert once.computed == 2
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from share import create_app
+from conftest import make_app
 
 CORPUS = Path(__file__).parent / "corpus"
 
@@ -50,17 +50,13 @@ def stored(app: Any) -> tuple[int, int]:
     else:
         listing = blobs.client.list_objects_v2(Bucket=blobs.bucket)
         n_blobs = listing.get("KeyCount", 0)
-    if hasattr(meta, "client"):
-        n_records = len(meta.client.keys(meta.key("profile", "*")))
-    else:
-        n_records = meta._db().execute("SELECT count(*) FROM profiles").fetchone()[0]
-    return n_blobs, n_records
+    return n_blobs, sum(1 for _ in meta.ids())
 
 
 @pytest.fixture
 def backend_app(backend: dict[str, Any]) -> Any:
     # A lower decompressed limit keeps the gzip-bomb cases quick; the default is tested below.
-    return create_app({**backend, "MAX_PROFILE_BYTES": 64 << 20})
+    return make_app({**backend, "MAX_PROFILE_BYTES": 64 << 20})
 
 
 def upload(client: Any, idiom: str, name: str, data: bytes, **headers: str) -> Any:
@@ -127,7 +123,7 @@ def test_invalid_file_gets_4xx_with_a_message_and_nothing_stored(backend_app, pa
 
 
 def test_gzip_bomb_with_default_limit_is_413_naming_the_limit(tmp_path):
-    app = create_app({"BLOBS": f"file:{tmp_path}/b", "META": f"sqlite:{tmp_path}/m.sqlite3"})
+    app = make_app({"BLOBS": f"file:{tmp_path}/b", "META": f"sqlite:{tmp_path}/m.sqlite3"})
     reply = app.test_client().post(
         "/", data=(CORPUS / "invalid/gzip-bomb-1GiB-zeros.gz").read_bytes()
     )
@@ -137,7 +133,7 @@ def test_gzip_bomb_with_default_limit_is_413_naming_the_limit(tmp_path):
 
 
 def test_upload_over_the_size_limit_is_413(tmp_path):
-    app = create_app(
+    app = make_app(
         {"BLOBS": f"file:{tmp_path}/b", "META": f"sqlite:{tmp_path}/m", "MAX_UPLOAD_BYTES": 4096}
     )
     data = (CORPUS / "go-runtime/cpu-small.pb.gz").read_bytes()
@@ -203,7 +199,7 @@ def test_json_reply_fields(client):
 
 
 def test_public_url_is_the_base_of_links(tmp_path):
-    app = create_app(
+    app = make_app(
         {
             "BLOBS": f"file:{tmp_path}/b",
             "META": f"sqlite:{tmp_path}/m",

@@ -75,7 +75,7 @@ def parse(
         options["budget"] = _int_arg(args, "budget", default)
     elif view in ("top", "toptext"):
         options["node_count"] = _int_arg(args, "n", 0)
-    diff = _diff_args(args)
+    diff = _diff_args(args) if view in DIFF_VIEWS else {}
     if diff and not args.get("si"):
         # A diff's default type is the combination's (the first default among the profile and
         # its bases, as Merge keeps it): the view resolves None once it has combined them.
@@ -84,8 +84,9 @@ def parse(
     return options
 
 
-# --- diffs: every view takes diff_base= or base= (pprof's -diff_base, -base) and normalize --
+# --- diffs: the views of DIFF_VIEWS take diff_base= or base= (pprof's -diff_base, -base) --
 DIFF_MODES = ("diff_base", "base")
+DIFF_VIEWS = ("flamegraph", "top", "toptext")
 # A profile id as links carry it (share.core.ID_LENGTH base64url characters).
 PROFILE_ID = re.compile(r"[A-Za-z0-9_-]{16}")
 _TRUE = ("", "1", "t", "true", "yes", "on")

@@ -1,11 +1,13 @@
-"""Each view of a profile encoded as served: flame graph and top table JSON, the -top text.
+"""Each view of a profile encoded as served: flame graph and top table JSON, the -top text, the
+summary (kind, header, heaviest functions) and the link preview PNG.
 
 Pure functions of parsed profiles and a view's options (options.py), shared by the compute tier
 (whose bytes the web tier caches and serves) and the CLI. VIEWS names every view; render() is
 the one entry point. VERSION is part of every cache key: bump it when a view's bytes change.
 
 profiles[0] is the profile shown; with the options diff_base or base, the others are its bases
-and every view shows the diff (combine.py); a stored profile that is a diff shows as one too.
+and the flame graph, top table and text show the diff (combine.py); a stored profile that is a
+diff shows as one too. The summary and the preview are of profiles[0] alone.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any
 import orjson
 
 from ..pprof import ParsedProfile
-from . import combine, diffview, flame, text
+from . import combine, diffview, flame, preview, summary, text
 from .graph import Graph, graph
 from .options import diff_of
 from .tables import Tables, tables
@@ -119,6 +121,11 @@ def _toptext(ps: Sequence[ParsedProfile], o: Mapping[str, Any]) -> bytes:
     return top_text_of(s.tables, index, o["node_count"])
 
 
+def summary_json(parsed: ParsedProfile, index: int | None) -> bytes:
+    """The summary view (summary.py), encoded."""
+    return _encode(summary.summary(parsed, index))
+
+
 VERSION = "v5"
 
 # name -> (render(profiles, options) -> bytes, mimetype); profiles[0] is the profile shown.
@@ -126,6 +133,8 @@ VIEWS: dict[str, tuple[Callable[[Sequence[ParsedProfile], Mapping[str, Any]], by
     "flamegraph": (_flamegraph, "application/json"),
     "top": (_top, "application/json"),
     "toptext": (_toptext, "text/plain"),
+    "summary": (lambda ps, o: summary_json(ps[0], o["sample_index"]), "application/json"),
+    "preview": (lambda ps, o: preview.render(ps[0], o["sample_index"]), "image/png"),
 }
 
 

@@ -21,6 +21,7 @@ from typing import Any, BinaryIO, TextIO
 from urllib.parse import parse_qs, urlsplit
 
 SERVER_ENV = "PPROF_SHARE_SERVER"
+UPLOAD_TOKEN_ENV = "PPROF_SHARE_UPLOAD_TOKEN"  # a server's SHARE_UPLOAD_TOKEN, sent as Bearer
 DEFAULT_SERVER = "http://127.0.0.1:8000"  # where `make run` serves
 USER_AGENT = "pprof-share-cli"
 CHUNK_BYTES = 64 * 1024
@@ -150,12 +151,19 @@ def upload(
     filename: str,
     title: str | None = None,
     expires: str | None = None,
+    strip: str | None = None,
     progress: bool = True,
     timeout: float = 300,
 ) -> dict[str, Any]:
     """POST one profile as a form; returns the server's JSON reply (id, url, delete_token…)."""
     return post_files(
-        server, [(filename, data)], title=title, expires=expires, progress=progress, timeout=timeout
+        server,
+        [(filename, data)],
+        title=title,
+        expires=expires,
+        strip=strip,
+        progress=progress,
+        timeout=timeout,
     )
 
 
@@ -166,11 +174,13 @@ def post_files(
     query: str = "",
     title: str | None = None,
     expires: str | None = None,
+    strip: str | None = None,
     progress: bool = True,
     timeout: float = 300,
 ) -> dict[str, Any]:
     """POST files as one form to the server's / (with query, e.g. merge=1); its JSON reply."""
-    fields = {k: v for k, v in (("title", title), ("expires", expires)) if v}
+    pairs = (("title", title), ("expires", expires), ("strip", strip))
+    fields = {k: v for k, v in pairs if v}
     content_type, parts, total = _multipart(files, fields)
     conn = _connection(server, timeout)
     label = files[0][0] if len(files) == 1 else f"{len(files)} files"
@@ -183,6 +193,8 @@ def post_files(
             conn.putheader("Content-Length", str(total))
             conn.putheader("Accept", "application/json")
             conn.putheader("User-Agent", USER_AGENT)
+            if os.environ.get(UPLOAD_TOKEN_ENV):
+                conn.putheader("Authorization", f"Bearer {os.environ[UPLOAD_TOKEN_ENV]}")
             conn.endheaders()
         except OSError as exc:
             raise ClientError(f"cannot reach {server}: {_reason(exc)}") from None
@@ -310,6 +322,7 @@ def upload_command(
     title: str | None,
     expires: str | None,
     as_json: bool,
+    strip: Sequence[str] = (),
     out: TextIO | None = None,
     err: TextIO | None = None,
 ) -> int:
@@ -321,7 +334,9 @@ def upload_command(
     for source in sources:
         try:
             name, data = read_source(source)
-            reply = upload(base, data, filename=name, title=title, expires=expires)
+            reply = upload(
+                base, data, filename=name, title=title, expires=expires, strip=";".join(strip)
+            )
         except ClientError as exc:
             failed += 1
             label = "" if str(exc).startswith(("cannot reach", source)) else f"{source}: "
@@ -334,6 +349,9 @@ def upload_command(
             print(
                 f"pprof-share: {name}: already uploaded, same link; no new delete token", file=err
             )
+            if reply.get("title_kept") is not None:
+                kept = reply["title_kept"] or "(none)"
+                print(f"pprof-share: {name}: the first upload's title is kept: {kept}", file=err)
         elif reply.get("delete_token"):
             print(
                 f"pprof-share: {name}: delete with `pprof-share delete {reply['url']} "

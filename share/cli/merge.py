@@ -8,6 +8,7 @@ only, like the upload client.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
@@ -19,6 +20,8 @@ from typing import Any, TextIO
 from urllib.parse import urlsplit
 
 from .client import (
+    SERVER_ENV,
+    UPLOAD_TOKEN_ENV,
     USER_AGENT,
     ClientError,
     _error_message,
@@ -55,15 +58,15 @@ def _raw(link: str) -> str:
 def merge_json(server: str, ids: list[str], fields: dict[str, str], timeout: float = 300) -> Any:
     """POST /api/v1/merge; the server's JSON reply."""
     body = json.dumps({"profiles": ids, **fields}).encode()
+    headers = {
+        "Content-Type": "application/json",
+        "Accept": "application/json",
+        "User-Agent": USER_AGENT,
+    }
+    if os.environ.get(UPLOAD_TOKEN_ENV):  # a merge is stored as an upload
+        headers["Authorization"] = f"Bearer {os.environ[UPLOAD_TOKEN_ENV]}"
     request = urllib.request.Request(
-        f"{server}/api/v1/merge",
-        data=body,
-        method="POST",
-        headers={
-            "Content-Type": "application/json",
-            "Accept": "application/json",
-            "User-Agent": USER_AGENT,
-        },
+        f"{server}/api/v1/merge", data=body, method="POST", headers=headers
     )
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
@@ -94,6 +97,31 @@ def merge(
         else:
             files.append(read_source(source))
     return post_files(base, files, query="merge=1", title=title, expires=expires)
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Register `merge` on the CLI's subcommands."""
+    p = commands.add_parser(
+        "merge", help="merge profiles (links, ids, files) into a new shared one; print its link"
+    )
+    p.add_argument(
+        "sources", nargs="+", metavar="LINK|FILE",
+        help="pprof-share links or ids, profile files (- for stdin): merged in this order, "
+        "as `go tool pprof -proto a b c` merges them",
+    )  # fmt: skip
+    p.add_argument(
+        "--server", help=f"pprof-share server (default: the first link's, else ${SERVER_ENV})"
+    )
+    p.add_argument("--title", help="title of the merged profile (default: what it merges)")
+    p.add_argument("--expires", help="1h, 1d, 7d, 30d, never… (default: the server's)")
+    p.add_argument("--json", action="store_true", help="print the server's JSON reply")
+    p.set_defaults(func=merge_main)
+
+
+def merge_main(args: argparse.Namespace) -> int:
+    return merge_command(
+        args.sources, server=args.server, title=args.title, expires=args.expires, as_json=args.json
+    )
 
 
 def merge_command(

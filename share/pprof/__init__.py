@@ -2,10 +2,21 @@
 
 Owns everything about the format: gzip inflation within a size limit (inflate), protobuf decoding
 as Go decodes (decode, wire, schema, columns, _proto), google/pprof's validity rules (rules),
-naming files that are not profiles (sniff), and the pipeline that runs them in order (parse).
+naming files that are not profiles (sniff), the pipeline that runs them in order (parse), and
+the rewrite that removes what an uploader chose not to share (strip).
 It imports nothing from share but share.errors: every other package may import it.
 """
 
+from .limits import Limits
 from .pipeline import ParsedProfile, parse
+from .strip import StripError, StripSpec, parse_spec, strip
 
-__all__ = ["ParsedProfile", "parse"]
+__all__ = [
+    "Limits",
+    "ParsedProfile",
+    "StripError",
+    "StripSpec",
+    "parse",
+    "parse_spec",
+    "strip",
+]

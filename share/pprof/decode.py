@@ -19,6 +19,7 @@ from google.protobuf.unknown_fields import UnknownFieldSet
 
 from ..errors import BadProfile
 from .inflate import human_size
+from .limits import NO_LIMITS, Limits
 from .schema import ALL, FULL, LABELS_ALL, LABELS_SHALLOW, SHALLOW
 from .wire import GO_FIELDS, ConcatenatedProfiles, WireError, sanitize
 
@@ -82,9 +83,13 @@ class Columns:
     has_unknown: bool  # the message holds unknown fields (all of them ones Go skips)
 
     @classmethod
-    def extract(cls, raw: bytes, message: Any) -> Columns | None:
-        """The flat arrays, or None when upb's reading may differ from Go's (see wire.py)."""
-        top = SHALLOW["Profile"].FromString(raw)
+    def extract(
+        cls, raw: bytes, message: Any, top: Any = None, limits: Limits = NO_LIMITS
+    ) -> Columns | None:
+        """The flat arrays, or None when upb's reading may differ from Go's (see wire.py).
+        top is raw's shallow decoding, if the caller has it already."""
+        if top is None:
+            top = shallow(raw, limits)
         if not (_go_reads_same(top, "Profile") and _go_reads_same(message, "Profile")):
             return None
         if len(top.time_nanos) > 1:
@@ -97,8 +102,10 @@ class Columns:
         samples_raw = b"".join(top.sample)
         # Every label of every sample merged into one Label, as if their payloads were joined.
         samples = LABELS_SHALLOW["Sample"].FromString(samples_raw)
+        limits.check("frames", len(samples.location_id))
         labels = samples.label
         labels_all = LABELS_ALL["Sample"].FromString(samples_raw).label
+        limits.check("labels", len(labels_all.key))
         mappings, mappings_all = _joined("Mapping", top.mapping)
         functions, functions_all = _joined("Function", top.function)
         locations = SHALLOW["Location"].FromString(b"".join(top.location))
@@ -199,12 +206,41 @@ def _sample_counts(
     return None
 
 
-def decode(raw: bytes) -> tuple[Any, Columns]:
-    """The message and its flat columns, read as Go reads them (wire.sanitize where upb differs)."""
+def _out_of_memory(exc: DecodeError) -> bool:
+    """upb reports an allocation that failed (under the compute tier's memory limit) this way."""
+    return "alloc failed" in str(exc)
+
+
+def shallow(raw: bytes, limits: Limits = NO_LIMITS) -> Any:
+    """The top level of the profile, each element kept as bytes, with its counts checked; None
+    if upb cannot read it. A failed allocation is a MemoryError, not a malformed file."""
+    try:
+        top = SHALLOW["Profile"].FromString(raw)
+    except DecodeError as exc:
+        if _out_of_memory(exc):
+            raise MemoryError(str(exc)) from None
+        return None
+    for what, items in (
+        ("samples", top.sample),
+        ("locations", top.location),
+        ("functions", top.function),
+        ("mappings", top.mapping),
+        ("strings", top.string_table),
+    ):
+        limits.check(what, len(items))
+    return top
+
+
+def decode(raw: bytes, limits: Limits = NO_LIMITS) -> tuple[Any, Columns]:
+    """The message and its flat columns, read as Go reads them (wire.sanitize where upb differs);
+    TooLarge past one of limits, before the costly decoding."""
+    top = shallow(raw, limits)
     try:
         message = FULL["Profile"].FromString(raw)
-        tables = Columns.extract(raw, message)
-    except DecodeError:
+        tables = Columns.extract(raw, message, top, limits)
+    except DecodeError as exc:
+        if _out_of_memory(exc):
+            raise MemoryError(str(exc)) from None
         tables = None
     if tables is not None:
         if tables.has_unknown:
@@ -235,7 +271,7 @@ def decode(raw: bytes) -> tuple[Any, Columns]:
             ) from None
         raise BadProfile(f"this is not a pprof profile: malformed protobuf ({err})") from None
     message = FULL["Profile"].FromString(clean)
-    tables = Columns.extract(clean, message)
+    tables = Columns.extract(clean, message, limits=limits)
     if tables is None:  # cannot happen: sanitize writes only what upb reads as Go does
         raise AssertionError("re-encoded profile still differs from Go's reading")
     return message, tables

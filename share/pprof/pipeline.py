@@ -17,6 +17,7 @@ import numpy as np
 from ..errors import BadProfile
 from .decode import Columns, decode
 from .inflate import GZIP_MAGIC, gunzip, too_large
+from .limits import NO_LIMITS, Limits
 from .rules import explain, fast_ok
 from .sniff import describe
 
@@ -88,10 +89,10 @@ def _stacks(message: Any, tables: Columns) -> np.ndarray:
     return offsets
 
 
-def parse(data: bytes, *, max_profile_bytes: int) -> ParsedProfile:
+def parse(data: bytes, *, max_profile_bytes: int, limits: Limits = NO_LIMITS) -> ParsedProfile:
     """Gunzip (if gzip) within the limit, decode, validate exactly as google/pprof's
     profile.ParseData (+CheckValid). Raises share.errors.BadProfile (400) with a message a user
-    can act on, or share.errors.TooLarge (413) naming the limit."""
+    can act on, or share.errors.TooLarge (413) naming the limit it is over."""
     data = bytes(data)
     was_gzip = data[:2] == GZIP_MAGIC
     if was_gzip:
@@ -105,7 +106,7 @@ def parse(data: bytes, *, max_profile_bytes: int) -> ParsedProfile:
     if not raw:
         raise BadProfile("empty file: the upload has no data")
     try:
-        message, tables = decode(raw)
+        message, tables = decode(raw, limits)
         if not fast_ok(message, tables):
             explain(message)
     except BadProfile as err:

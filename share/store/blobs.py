@@ -7,6 +7,7 @@ report a missing key as FileNotFoundError, so no caller imports botocore.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Protocol
 
 
@@ -23,12 +24,15 @@ class BlobStore(Protocol):
     def delete(self, key: str) -> None:
         """Remove key; no error when it is already gone."""
 
+    def keys(self) -> Iterator[str]:
+        """Every key that holds bytes (for fsck), in no particular order."""
+
     def check(self) -> None:
         """Raise OSError with a readable message when the store cannot be used."""
 
 
-def from_url(url: str) -> BlobStore:
-    """file:PATH or s3://BUCKET[/PREFIX] -> a BlobStore."""
+def from_url(url: str, timeout: float = 5.0) -> BlobStore:
+    """file:PATH or s3://BUCKET[/PREFIX] -> a BlobStore whose calls give up after timeout."""
     if url.startswith("file:"):
         from .local import LocalBlobStore
 
@@ -39,5 +43,5 @@ def from_url(url: str) -> BlobStore:
             raise ValueError("s3:// URL names no bucket")
         from .s3 import S3BlobStore
 
-        return S3BlobStore(bucket, prefix)
+        return S3BlobStore(bucket, prefix, timeout=timeout)
     raise ValueError(f"unknown blob store {url!r}")

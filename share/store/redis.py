@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from .meta import Record
+import time
+from collections.abc import Iterator
+
+from .meta import VIEW_CACHE_BYTES, Record
 
 
 class RedisMetaStore:
@@ -12,9 +15,15 @@ class RedisMetaStore:
     - `<prefix>:views:<id>`    hash: cached views, field = view key
     - `<prefix>:expiry`        sorted set: id scored by expiry (epoch seconds)
     - `<prefix>:lock:<id>`     string: the lease of whoever is changing the profile
+    - `<prefix>:view-lru`      sorted set: `<id>|<view key>` scored by last use (epoch seconds)
+    - `<prefix>:view-sizes`    hash: `<id>|<view key>` -> its size in bytes
+    - `<prefix>:view-bytes`    string: the sizes' sum, kept under view_cache_bytes by evicting
+                               the least recently used views
 
     Record and views keys carry a Redis TTL equal to the expiry, so Redis agrees with the
     index; the index outlives them until prune, which is how an expired id answers 410 Gone.
+    A views hash that Redis expired leaves its sizes counted until they are evicted (they are
+    the oldest), so the cap errs on the low side.
     """
 
     _CREATE = """
@@ -53,17 +62,54 @@ class RedisMetaStore:
         if not score or tonumber(score) > tonumber(ARGV[2]) then return 0 end
     end
     local existed = redis.call('DEL', KEYS[1])
+    for _, field in ipairs(redis.call('HKEYS', KEYS[3])) do
+        local member = ARGV[1] .. '|' .. field
+        local size = redis.call('HGET', KEYS[5], member)
+        if size then
+            redis.call('DECRBY', KEYS[6], size)
+            redis.call('HDEL', KEYS[5], member)
+        end
+        redis.call('ZREM', KEYS[4], member)
+    end
+    if tonumber(redis.call('GET', KEYS[6]) or '0') <= 0 then redis.call('DEL', KEYS[6]) end
     redis.call('DEL', KEYS[3])
     local indexed = redis.call('ZREM', KEYS[2], ARGV[1])
     if existed + indexed > 0 then return 1 end
     return 0
     """
+    # KEYS: profile, views:<id>, view-lru, view-sizes, view-bytes;
+    # ARGV: field, data, now, cap, member (<id>|<field>), views key prefix (<prefix>:views:).
     _VIEW_PUT = """
     if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+    local size = string.len(ARGV[2])
+    local cap = tonumber(ARGV[4])
+    if size > cap then return 0 end
+    local old = redis.call('HGET', KEYS[4], ARGV[5])
+    if old then redis.call('DECRBY', KEYS[5], old) end
     redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
     local ttl = redis.call('TTL', KEYS[1])
     if ttl > 0 then redis.call('EXPIRE', KEYS[2], ttl) end
+    redis.call('HSET', KEYS[4], ARGV[5], size)
+    redis.call('ZADD', KEYS[3], ARGV[3], ARGV[5])
+    local total = redis.call('INCRBY', KEYS[5], size)
+    while total > cap do
+        local oldest = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
+        if not oldest then break end
+        redis.call('ZREM', KEYS[3], oldest)
+        local gone = tonumber(redis.call('HGET', KEYS[4], oldest) or '0')
+        redis.call('HDEL', KEYS[4], oldest)
+        total = redis.call('DECRBY', KEYS[5], gone)
+        local bar = string.find(oldest, '|', 1, true)
+        redis.call('HDEL', ARGV[6] .. string.sub(oldest, 1, bar - 1), string.sub(oldest, bar + 1))
+    end
     return 1
+    """
+
+    _RENEW = """
+    if redis.call('GET', KEYS[1]) == ARGV[1] then
+        return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+    end
+    return 0
     """
 
     _UNLOCK = """
@@ -71,24 +117,51 @@ class RedisMetaStore:
     return 0
     """
 
-    def __init__(self, url: str, prefix: str = "pprof-share") -> None:
+    def __init__(
+        self,
+        url: str,
+        prefix: str = "pprof-share",
+        timeout: float = 5.0,
+        view_cache_bytes: int = VIEW_CACHE_BYTES,
+    ) -> None:
         import redis
+        from redis.backoff import NoBackoff
+        from redis.retry import Retry
 
         self.url = url
         self.prefix = prefix
-        self.client = redis.Redis.from_url(url, socket_connect_timeout=5)
+        self.view_cache_bytes = view_cache_bytes
+        self.failures: tuple[type[Exception], ...] = (redis.RedisError,)
+        # Every call gives up after `timeout`. A dropped connection (Redis restarted) is
+        # retried once at once on a fresh one; a timeout is not retried, so a frozen Redis
+        # costs one timeout, not several.
+        self.client = redis.Redis.from_url(
+            url,
+            socket_timeout=timeout,
+            socket_connect_timeout=timeout,
+            retry=Retry(NoBackoff(), 1, supported_errors=(redis.ConnectionError,)),
+        )
         self._create = self.client.register_script(self._CREATE)
         self._extend = self.client.register_script(self._EXTEND)
         self._delete = self.client.register_script(self._DELETE)
         self._view_put = self.client.register_script(self._VIEW_PUT)
         self._unlock = self.client.register_script(self._UNLOCK)
+        self._renew = self.client.register_script(self._RENEW)
 
     def key(self, *parts: str) -> str:
         """Every Redis key of pprof-share, under one prefix."""
         return ":".join((self.prefix, *parts))
 
     def _keys(self, profile_id: str) -> list[str]:
-        return [self.key("profile", profile_id), self.key("expiry"), self.key("views", profile_id)]
+        return [
+            self.key("profile", profile_id),
+            self.key("expiry"),
+            self.key("views", profile_id),
+            *self._lru_keys(),
+        ]
+
+    def _lru_keys(self) -> list[str]:
+        return [self.key("view-lru"), self.key("view-sizes"), self.key("view-bytes")]
 
     @staticmethod
     def _at(value: float | None) -> str:
@@ -130,11 +203,20 @@ class RedisMetaStore:
         return [i.decode() for i in ids]
 
     def view_get(self, profile_id: str, key: str) -> bytes | None:
-        return self.client.hget(self.key("views", profile_id), key)
+        pipe = self.client.pipeline(transaction=False)
+        pipe.hget(self.key("views", profile_id), key)
+        pipe.zadd(self.key("view-lru"), {f"{profile_id}|{key}": time.time()}, xx=True)
+        data, _ = pipe.execute()
+        return data
 
     def view_put(self, profile_id: str, key: str, data: bytes) -> None:
-        keys = [self.key("profile", profile_id), self.key("views", profile_id)]
-        self._view_put(keys=keys, args=[key, data])
+        keys = [self.key("profile", profile_id), self.key("views", profile_id), *self._lru_keys()]
+        member = f"{profile_id}|{key}"
+        args = [key, data, time.time(), self.view_cache_bytes, member, self.key("views", "")]
+        self._view_put(keys=keys, args=args)
+
+    def view_bytes(self) -> int:
+        return int(self.client.get(self.key("view-bytes")) or 0)
 
     def check(self) -> None:
         import redis
@@ -147,6 +229,15 @@ class RedisMetaStore:
     def try_lock(self, profile_id: str, token: str, seconds: float) -> bool:
         lease = self.key("lock", profile_id)
         return bool(self.client.set(lease, token, nx=True, px=int(seconds * 1000)))
+
+    def renew_lock(self, profile_id: str, token: str, seconds: float) -> bool:
+        lease = [self.key("lock", profile_id)]
+        return bool(self._renew(keys=lease, args=[token, int(seconds * 1000)]))
+
+    def ids(self) -> Iterator[str]:
+        start = len(self.key("profile", ""))
+        for key in self.client.scan_iter(match=self.key("profile", "*"), count=1000):
+            yield key.decode()[start:]
 
     def unlock(self, profile_id: str, token: str) -> None:
         self._unlock(keys=[self.key("lock", profile_id)], args=[token])

@@ -2,19 +2,37 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 
 class S3BlobStore:
     """Blobs as objects in an S3-compatible bucket; endpoint and credentials come from boto3's
     standard variables (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, ...)."""
 
-    def __init__(self, bucket: str, prefix: str = "", **client_options: object) -> None:
+    def __init__(
+        self, bucket: str, prefix: str = "", timeout: float = 5.0, **client_options: object
+    ) -> None:
         import boto3
         from botocore.config import Config
+        from botocore.exceptions import BotoCoreError, ClientError
 
         self.bucket = bucket
         self.prefix = prefix.strip("/") + "/" if prefix.strip("/") else ""
-        config = Config(retries={"max_attempts": 3, "mode": "standard"}, connect_timeout=5)
+        self.failures: tuple[type[Exception], ...] = (BotoCoreError, ClientError)
+        # Two attempts of half the budget each (a dropped connection is retried once), so a
+        # call that cannot succeed gives up after `timeout` plus one backoff of at most 1 s
+        # (legacy mode: "standard" may back off for 2 s before its first retry).
+        config = Config(
+            connect_timeout=timeout / 2,
+            read_timeout=timeout / 2,
+            retries={"total_max_attempts": 2, "mode": "legacy"},
+        )
         self.client = boto3.client("s3", config=config, **client_options)  # type: ignore[call-overload]
+        # No "Expect: 100-continue" on uploads: botocore waits a fixed second for the 100
+        # before sending the body, which a stalled S3 turned into 3 s per attempt.
+        from botocore.handlers import add_expect_header
+
+        self.client.meta.events.unregister("before-call.s3", add_expect_header)
 
     def _key(self, key: str) -> str:
         return self.prefix + key
@@ -46,6 +64,16 @@ class S3BlobStore:
 
     def delete(self, key: str) -> None:
         self.client.delete_object(Bucket=self.bucket, Key=self._key(key))
+
+    def keys(self) -> Iterator[str]:
+        pages = self.client.get_paginator("list_objects_v2").paginate(
+            Bucket=self.bucket, Prefix=self.prefix
+        )
+        for page in pages:
+            for item in page.get("Contents", []):
+                key = item["Key"][len(self.prefix) :]
+                if key and "/" not in key:
+                    yield key
 
     def check(self) -> None:
         from botocore.exceptions import BotoCoreError, ClientError

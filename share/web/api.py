@@ -9,10 +9,12 @@ from urllib.parse import quote
 from flask import Response, current_app, jsonify, redirect, request
 from werkzeug.routing import BaseConverter
 
-from ..analysis import options
+from .. import pprof
+from ..analysis import kind, options
 from ..core import Share, Upload
 from ..errors import ShareError
 from ..store.meta import Record
+from . import limits
 from .errors import accepts_json, wants_html, wants_json
 
 TOKEN_COOKIE = "share_token_{}"
@@ -29,8 +31,19 @@ def share() -> Share:
 
 
 def base_url() -> str:
-    """Where links point: SHARE_PUBLIC_URL when set (behind a proxy), else this request's host."""
-    return current_app.config["SHARE"]["PUBLIC_URL"] or request.host_url.rstrip("/")
+    """Where links point: SHARE_PUBLIC_URL when set (behind a proxy), else this request's
+    host when SHARE_ALLOWED_HOSTS allows it (loopback names when unset): a forged Host must
+    not make us hand out links to someone else's site."""
+    public = current_app.config["SHARE"]["PUBLIC_URL"]
+    if public:
+        return public
+    if not limits.link_host_allowed(request.host):
+        raise ShareError(
+            f"links for host {request.host!r} are not handed out here: the operator sets "
+            "SHARE_PUBLIC_URL, or lists the host in SHARE_ALLOWED_HOSTS",
+            400,
+        )
+    return request.host_url.rstrip("/")
 
 
 def rfc3339(epoch: float | None) -> str | None:
@@ -58,7 +71,18 @@ def record_json(record: Record) -> dict[str, Any]:
         "n_locations": record.n_locations,
         "n_functions": record.n_functions,
         "metadata": record.metadata,
+        "kind": record_kind(record),
     }
+
+
+def record_kind(record: Record) -> dict[str, str]:
+    """{name, label, meaning}: as found at upload, else (older records) from the types alone."""
+    name = record.metadata.get("kind")
+    if not name:
+        period = record.metadata.get("period_type") or {}
+        period_type = (period.get("type", ""), period.get("unit", "")) if period else None
+        name = kind.detect(record.sample_types, period_type, record.default_sample_type)
+    return kind.describe(name)
 
 
 def _expiry_choice() -> str | None:
@@ -67,11 +91,29 @@ def _expiry_choice() -> str | None:
     return form_value or request.headers.get("Expires-In") or request.args.get("expires")
 
 
-def _reply(upload: Upload, as_json: bool | None = None) -> Response:
+def _strip_choice() -> pprof.StripSpec:
+    """What to remove before storing: strip= of the form, X-Strip headers and ?strip=, together."""
+    values = request.args.getlist("strip") + request.headers.getlist("X-Strip")
+    if request.mimetype == "multipart/form-data":
+        values += request.form.getlist("strip")
+    return pprof.parse_spec(*values)
+
+
+def _reply(
+    upload: Upload,
+    title: str = "",
+    spec: pprof.StripSpec | None = None,
+    as_json: bool | None = None,
+) -> Response:
     """The link as text for curl, JSON on request, a redirect for a browser's form post."""
     record = upload.record
     body = record_json(record)
     body["deduplicated"] = not upload.created
+    body["stripped"] = spec.items() if spec else []
+    # A profile stored before keeps its first title: say which, when this upload asked another.
+    asked = title.strip()[:200]
+    ignored = not upload.created and bool(asked) and asked != record.title
+    body["title_kept"] = record.title if ignored else None
     if upload.delete_token:
         body["delete_token"] = upload.delete_token
     status = 201 if upload.created else 200
@@ -83,6 +125,10 @@ def _reply(upload: Upload, as_json: bool | None = None) -> Response:
     else:
         response = Response(body["url"] + "\n", status=status, mimetype="text/plain")
     response.headers["Location"] = body["url"]
+    if body["title_kept"] is not None:
+        response.headers["X-Title-Kept"] = quote(record.title, safe=" !#$&'()*+,/:;=?@[]~")
+    if body["stripped"]:
+        response.headers["X-Stripped"] = "; ".join(body["stripped"])
     if body["expires_at"]:
         response.headers["X-Expires"] = body["expires_at"]
     if upload.delete_token:
@@ -99,9 +145,18 @@ def _reply(upload: Upload, as_json: bool | None = None) -> Response:
     return response
 
 
+def _admit_upload() -> None:
+    """Before reading the body: the upload token, the Host links are built for, and the
+    bytes-per-hour limit when Content-Length tells the size."""
+    limits.require_upload_token()
+    base_url()
+    limits.charge_upload_bytes(request.content_length or 0)
+
+
 def upload_post() -> Response:
     """curl -F file=@p.pb.gz, curl --data-binary @p.pb.gz, a browser form or drop;
     with ?merge=1, the form's files merged into one profile."""
+    _admit_upload()
     if request.args.get("merge", "") not in ("", "0"):
         return _merge_files()
     if request.mimetype == "multipart/form-data":
@@ -115,8 +170,10 @@ def upload_post() -> Response:
     else:
         data = request.get_data(cache=False)
         title = request.headers.get("X-Title", "") or request.args.get("title", "")
-    upload = share().upload(data, title=title, expires=_expiry_choice())
-    return _reply(upload)
+    limits.charge_upload_bytes(len(data))  # a chunked body, counted once read
+    spec = _strip_choice()
+    upload = share().upload(data, title=title, expires=_expiry_choice(), strip=spec)
+    return _reply(upload, title, spec)
 
 
 def _merge_files() -> Response:
@@ -128,13 +185,15 @@ def _merge_files() -> Response:
             "curl -F file=@a.pb.gz -F file=@b.pb.gz 'HOST/?merge=1'"
         )
     sources = [(f.filename or "", f.read()) for f in files]
+    limits.charge_upload_bytes(sum(len(data) for _, data in sources))
     title = request.form.get("title", "")
-    return _reply(share().merge(sources, title=title, expires=_expiry_choice()))
+    return _reply(share().merge(sources, title=title, expires=_expiry_choice()), title)
 
 
 def merge() -> Response:
     """POST /api/v1/merge {"profiles": ["ID or link", ...], "title"?, "expires"?}: the stored
     profiles merged into a new one, answered as an upload (the link; JSON on request)."""
+    _admit_upload()
     body = request.get_json(silent=True)
     refs = body.get("profiles") if isinstance(body, dict) else None
     if not isinstance(refs, list) or not all(isinstance(r, str) for r in refs):
@@ -146,19 +205,24 @@ def merge() -> Response:
     title = body.get("title") if isinstance(body.get("title"), str) else ""
     expires = body.get("expires") if isinstance(body.get("expires"), str) else None
     upload = share().merge(ids, title=title, expires=expires or _expiry_choice())
-    return _reply(upload, as_json=accepts_json())
+    return _reply(upload, title, as_json=accepts_json())
 
 
 def upload_put(filename: str) -> Response:
     """curl -T p.pb.gz HOST/ sends PUT /p.pb.gz."""
+    _admit_upload()
     data = request.get_data(cache=False)
+    limits.charge_upload_bytes(len(data))
     title = request.headers.get("X-Title", "") or request.args.get("title", "") or filename
-    return _reply(share().upload(data, title=title, expires=_expiry_choice()))
+    spec = _strip_choice()
+    return _reply(
+        share().upload(data, title=title, expires=_expiry_choice(), strip=spec), title, spec
+    )
 
 
 def raw(pid: str) -> Response:
     """The profile as stored (gzip): what `go tool pprof <link>/raw` reads."""
-    record = share().record(pid)
+    record = share().available(pid)
     etag = record.sha256[:32]
     if request.if_none_match.contains(etag):
         response = Response(status=304)
@@ -190,10 +254,25 @@ def symbolz(pid: str | None = None) -> Response:
 
 
 def record(pid: str) -> Response:
-    return jsonify(record_json(share().record(pid)))
+    """The record, with pprof's header lines for the default sample type (the summary view)
+    when they are computed already: the record never waits for an analysis (null then; ask
+    /api/v1/profiles/ID/summary for them)."""
+    from .reports import summary_of  # reports imports this module
+
+    body = record_json(share().available(pid))
+    summary = summary_of(pid, wait=False)
+    body["header"] = summary["header"] if summary else None
+    return jsonify(body)
 
 
 def delete(pid: str) -> Response:
     """curl -X DELETE -H 'X-Delete-Token: TOKEN' HOST/ID"""
     share().delete(pid, request.headers.get("X-Delete-Token"))
     return Response(status=204)
+
+
+def progress(pid: str) -> Response:
+    """What a slow first view of the profile is doing, for the page's spinner."""
+    response = jsonify(share().progress(pid))
+    response.headers["Cache-Control"] = "no-store"
+    return response

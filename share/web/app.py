@@ -15,14 +15,8 @@ from flask import Flask, Response
 
 from .. import config
 from ..core import open_share
-from . import errors, routes
-
-# Inline script is forbidden: profile data is shown only as text, never run.
-CONTENT_SECURITY_POLICY = (
-    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
-    "img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; "
-    "frame-ancestors 'none'; form-action 'self'"
-)
+from . import errors, limits, ops, routes
+from .csp import CONTENT_SECURITY_POLICY
 
 _HERE = Path(__file__).resolve().parent
 
@@ -35,21 +29,28 @@ def asset_dir(name: str) -> str:
     return str(_HERE.parent.parent / name)
 
 
-def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
-    """The application: defaults, then SHARE_* environment, then test_config overrides."""
+def create_app(test_config: Mapping[str, Any] | None = None, *, check_stores: bool = True) -> Flask:
+    """The application: defaults, then SHARE_* environment, then test_config overrides.
+
+    check_stores=False: a gunicorn worker, whose master checked them once at start. A worker
+    that boots (or is replaced) while a store is down must come up and answer 503s: failing
+    to boot, it would make gunicorn stop the whole service."""
     app = Flask("share", template_folder=asset_dir("templates"), static_folder=asset_dir("static"))
     overrides = dict(test_config or {})
     clock = overrides.pop("CLOCK", None)
+    compute = overrides.pop("COMPUTE", None)  # a ComputePool to share (tests share one)
     settings = config.load(os.environ, overrides)
     app.config["SHARE"] = settings
     # Flask refuses bodies over this before we read them; a little slack for multipart framing.
     app.config["MAX_CONTENT_LENGTH"] = settings["MAX_UPLOAD_BYTES"] + 64 * 1024
-    share = open_share(settings)
+    share = open_share(settings, compute=compute, check=check_stores)
     if clock is not None:
         share.clock = clock
     app.extensions["share"] = share
 
     errors.init_app(app)
+    ops.init_app(app)
+    limits.init_app(app)
     routes.register(app)
 
     @app.after_request

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from flask import Flask, Response, jsonify, render_template, request
-from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
+import contextlib
+import socket
+
+from flask import Flask, Response, g, jsonify, render_template, request
+from werkzeug.exceptions import ClientDisconnected, HTTPException, RequestEntityTooLarge
 
 from ..core import human_bytes
 from ..errors import ShareError
@@ -26,15 +29,21 @@ def wants_html() -> bool:
     return accept.best == "text/html" or (accept["text/html"] > accept["text/plain"])
 
 
-def render_error(code: int, message: str) -> Response:
-    """The error in the client's format."""
+def render_error(code: int, message: str, retry_after: int | None = None) -> Response:
+    """The error in the client's format; the request id (web.ops) rides along in each, and
+    Retry-After tells a client of a 503 or 429 when to come back."""
+    request_id = g.get("request_id")
     if wants_json():
-        response = jsonify({"error": {"code": code, "message": message}})
+        response = jsonify({"error": {"code": code, "message": message, "request_id": request_id}})
     elif wants_html():
-        response = Response(render_template("error.html", code=code, message=message))
+        response = Response(
+            render_template("error.html", code=code, message=message, request_id=request_id)
+        )
     else:
         response = Response(message.rstrip("\n") + "\n", mimetype="text/plain")
     response.status_code = code
+    if retry_after is not None:
+        response.headers["Retry-After"] = str(retry_after)
     return response
 
 
@@ -43,13 +52,25 @@ def init_app(app: Flask) -> None:
 
     @app.errorhandler(ShareError)
     def _share_error(error: ShareError) -> Response:
-        return render_error(error.code, error.message)
+        return render_error(error.code, error.message, error.retry_after)
 
     @app.errorhandler(RequestEntityTooLarge)
     def _too_large(_error: RequestEntityTooLarge) -> Response:
         limit = app.config["SHARE"]["MAX_UPLOAD_BYTES"]
         return render_error(
             413, f"upload is over the limit of {human_bytes(limit)} (SHARE_MAX_UPLOAD_BYTES)"
+        )
+
+    @app.errorhandler(ClientDisconnected)
+    def _stopped(_error: ClientDisconnected) -> Response:
+        # The body stopped arriving (silent for SHARE_CLIENT_TIMEOUT, or the client left):
+        # answer, and let gunicorn close the connection after it instead of keeping it alive.
+        sock = request.environ.get("gunicorn.socket")
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RD)
+        return render_error(
+            400, "the request's body stopped arriving before its end; nothing was stored"
         )
 
     @app.errorhandler(HTTPException)

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from flask import Flask
 
-from . import api, pages, reports
+from . import api, cli_script, embed, favicon, limits, negotiate, ops, pages, preview, reports
 
 GET, POST, PUT, DELETE = ["GET"], ["POST"], ["PUT"], ["DELETE"]
 
@@ -18,7 +18,11 @@ GET, POST, PUT, DELETE = ["GET"], ["POST"], ["PUT"], ["DELETE"]
 ROUTES: list[tuple[str, list[str], Callable[..., object]]] = [
     # pages
     ("/", GET, pages.index),
-    ("/<pid:pid>", GET, pages.profile_page),
+    ("/<pid:pid>", GET, negotiate.profile),  # page, raw, record or text summary, by Accept
+    ("/<pid:pid>/embed", GET, embed.embed),  # the only page another site may frame
+    ("/<pid:pid>/preview.png", GET, preview.preview_png),  # og:image
+    ("/favicon.ico", GET, favicon.favicon),
+    ("/pprof-share", GET, cli_script.cli_script),  # the CLI as one file, for curl -o
     # uploads, downloads, deletion
     ("/", POST, api.upload_post),
     ("/<path:filename>", PUT, api.upload_put),
@@ -29,15 +33,30 @@ ROUTES: list[tuple[str, list[str], Callable[..., object]]] = [
     # views of a profile: text for curl, JSON for the page
     ("/<pid:pid>/top", GET, reports.top_plain),
     ("/api/v1/profiles/<pid:pid>", GET, api.record),
+    ("/api/v1/profiles/<pid:pid>/progress", GET, api.progress),
     ("/api/v1/profiles/<pid:pid>/flamegraph", GET, reports.flamegraph),
     ("/api/v1/profiles/<pid:pid>/top", GET, reports.top),
+    ("/api/v1/profiles/<pid:pid>/summary", GET, reports.summary),
+    # operations: alive, both stores answering, Prometheus metrics
+    ("/healthz", GET, ops.healthz),
+    ("/readyz", GET, ops.readyz),
+    ("/metrics", GET, ops.metrics_page),
     # combining: merges stored as new profiles (POST /?merge=1 takes files: upload_post)
     ("/api/v1/merge", POST, api.merge),
 ]
+
+# Views under a per-address rate limit (web.limits), by the limit's scope.
+LIMITED = {
+    api.upload_post: "uploads",
+    api.upload_put: "uploads",
+    api.merge: "uploads",  # a merge is stored as an upload
+    api.delete: "deletes",
+}
 
 
 def register(app: Flask) -> None:
     """Add every route of ROUTES to app."""
     app.url_map.converters["pid"] = api.ProfileIdConverter
     for rule, methods, view in ROUTES:
-        app.add_url_rule(rule, view.__name__, view, methods=methods)
+        limited = limits.limit(app, LIMITED[view], view) if view in LIMITED else view
+        app.add_url_rule(rule, view.__name__, limited, methods=methods)

@@ -1,0 +1,76 @@
+"""The upload's job, in a compute process: validate and identify a profile, say what to store.
+
+The web tier sends the upload's bytes and gets back the record's fields and the blob to store
+(None: the upload itself, already gzip). The decompressed profile never reaches the web tier.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import hashlib
+from typing import Any
+
+from .. import pprof
+from ..analysis import kind as profile_kind
+
+ID_LENGTH = 16  # base64url characters: 96 bits of SHA-256
+BLOB_GZIP_LEVEL = 6
+
+
+def profile_id(raw: bytes) -> str:
+    """The id of a profile: the first 96 bits of SHA-256 of its decompressed bytes, URL-safe."""
+    digest = hashlib.sha256(raw).digest()
+    return base64.urlsafe_b64encode(digest).decode()[:ID_LENGTH]
+
+
+def _last(value: Any) -> int:
+    """A scalar field that the decoder may keep as a list of every occurrence."""
+    if isinstance(value, int):
+        return value
+    return int(value[-1]) if len(value) else 0
+
+
+def summarize(parsed: pprof.ParsedProfile) -> dict[str, Any]:
+    """The informational fields of a profile, for the record and the metadata panel."""
+    message, string = parsed.message, parsed.string
+    period_type = message.period_type if message.HasField("period_type") else None
+    return {
+        "period": message.period,
+        "period_type": (
+            {"type": string(period_type.type), "unit": string(period_type.unit)}
+            if period_type
+            else None
+        ),
+        "time_nanos": _last(message.time_nanos),
+        "duration_nanos": message.duration_nanos,
+        "comments": [string(i) for i in message.comment],
+        "drop_frames": string(message.drop_frames),
+        "keep_frames": string(message.keep_frames),
+        "doc_url": string(message.doc_url),
+        "kind": profile_kind.of_profile(parsed),
+        "mappings": [
+            {
+                "filename": string(m.filename),
+                "build_id": string(m.build_id),
+                "has_functions": m.has_functions,
+            }
+            for m in message.mapping
+        ],
+    }
+
+
+def ingest(parsed: pprof.ParsedProfile) -> dict[str, Any]:
+    """What the core needs to store a validated profile: id, record fields, blob."""
+    return {
+        "id": profile_id(parsed.raw),
+        "sha256": hashlib.sha256(parsed.raw).hexdigest(),
+        "size_bytes": len(parsed.raw),
+        "blob": None if parsed.was_gzip else gzip.compress(parsed.raw, BLOB_GZIP_LEVEL),
+        "sample_types": [list(t) for t in parsed.sample_types()],
+        "default_sample_type": parsed.default_sample_type(),
+        "n_samples": parsed.n_samples,
+        "n_locations": parsed.n_locations,
+        "n_functions": parsed.n_functions,
+        "metadata": summarize(parsed),
+    }

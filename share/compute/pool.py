@@ -1,0 +1,294 @@
+"""The compute processes of one app instance: a Supervisor that keeps them running, and the
+ComputePool every web worker uses to reach them.
+
+`pprof-share serve` starts the Supervisor in gunicorn's master, before it forks the workers, and
+names its directory in $PPROF_SHARE_COMPUTE_DIR: every worker of the instance then reaches the
+same processes, so a profile is warm for all of them. An app without one (the Flask test client,
+another WSGI server) starts a private Supervisor on first use.
+
+Each process listens on <directory>/compute-<i>.sock. A job about a profile goes to the process
+the profile's id hashes to — the same from every worker — or, right after its upload, to the
+process that validated it and holds it decoded. The pool waits at most SHARE_ANALYSIS_SECONDS
+for a process to take the job and as long again for the answer; past that, or when the process
+dies or runs out of memory, it is killed, the Supervisor starts another in its place, and the
+caller gets a ShareError saying what happened.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import itertools
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import ShareError
+from . import protocol
+
+DIRECTORY_ENV = "PPROF_SHARE_COMPUTE_DIR"
+ELEMENT_LIMITS = ("SAMPLES", "LOCATIONS", "FUNCTIONS", "MAPPINGS", "STRINGS", "LABELS", "FRAMES")
+_PROCESS_SETTINGS = ("ANALYSIS_MEMORY", "ANALYSIS_CACHE_BYTES")
+_WATCH_SECONDS = 0.05  # how soon a dead process is replaced
+
+
+class AnalysisFailed(ShareError):
+    """A job that ran out of time or memory, or whose process died: a 503 (422 at upload)."""
+
+    code = 503
+
+    def __init__(self, message: str, code: int | None = None, *, kind: str) -> None:
+        super().__init__(message, code)
+        self.kind = kind  # "time", "memory" or "died"
+
+
+class _NotStarted(Exception):
+    """The connection ended before a process took the job."""
+
+
+def job_settings(settings: dict[str, Any]) -> dict[str, Any]:
+    """What a job needs of an app's settings: its blob store and its limits. Jobs carry them,
+    so one set of processes serves apps on different stores (tests do)."""
+    return {
+        "blobs": settings["BLOBS"],
+        "max_profile_bytes": settings["MAX_PROFILE_BYTES"],
+        "limits": {k.lower(): settings[f"MAX_{k}"] for k in ELEMENT_LIMITS},
+    }
+
+
+def pool_size(settings: dict[str, Any]) -> int:
+    return int(settings.get("ANALYSIS_WORKERS") or os.cpu_count() or 1)
+
+
+def socket_path(directory: str, index: int) -> str:
+    return os.path.join(directory, f"compute-{index}.sock")
+
+
+class Supervisor:
+    """Starts the compute processes and starts another whenever one ends."""
+
+    def __init__(self, settings: dict[str, Any]) -> None:
+        self.size = pool_size(settings)
+        self._directory: str | None = None  # made by start(): an app that never computes
+        self._env = dict(
+            os.environ,
+            PPROF_SHARE_COMPUTE=json.dumps({k: settings[k] for k in _PROCESS_SETTINGS}),
+            OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MALLOC_ARENA_MAX="2",
+        )  # fmt: skip
+        self._env.pop(DIRECTORY_ENV, None)
+        self.procs: list[subprocess.Popen[bytes] | None] = [None] * self.size
+        self.started = [0] * self.size  # processes started per slot, replacements included
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._watcher: threading.Thread | None = None
+        self._owner = os.getpid()  # forked workers inherit this object: only the owner stops
+
+    @property
+    def directory(self) -> str:
+        """Where the processes' sockets are (made on first use)."""
+        with self._lock:
+            if self._directory is None:
+                self._directory = tempfile.mkdtemp(prefix="pprof-share-compute-")
+            return self._directory
+
+    def start(self) -> None:
+        """Start every process and the thread that replaces those that end."""
+        self.directory  # noqa: B018 - made before the lock is taken: _spawn needs it
+        with self._lock:
+            if self._watcher is not None:
+                return
+            for i in range(self.size):
+                self._spawn(i)
+            self._watcher = threading.Thread(target=self._watch, daemon=True, name="compute")
+            self._watcher.start()
+
+    def _spawn(self, i: int) -> None:
+        self.procs[i] = subprocess.Popen(
+            [sys.executable, "-m", "share.compute.worker", socket_path(str(self._directory), i)],
+            stdin=subprocess.PIPE, env=self._env,
+        )  # fmt: skip
+        self.started[i] += 1
+
+    def _watch(self) -> None:
+        while not self._stop.wait(_WATCH_SECONDS):
+            with self._lock:
+                if self._stop.is_set():
+                    return
+                for i, proc in enumerate(self.procs):
+                    if proc is not None and proc.poll() is not None:
+                        # (Under gunicorn its master may reap the process first: status 0.)
+                        status = proc.returncode
+                        how = f" (signal {-status})" if status < 0 else ""
+                        how = f" (status {status})" if status > 0 else how
+                        print(f"pprof-share: compute process {proc.pid} ended{how}; "
+                              "starting another", file=sys.stderr, flush=True)  # fmt: skip
+                        if proc.stdin is not None:
+                            proc.stdin.close()
+                        self._spawn(i)
+
+    def pids(self) -> list[int]:
+        return [p.pid for p in self.procs if p is not None]
+
+    def stop(self) -> None:
+        """End every process and remove the directory (in the process that started them)."""
+        if os.getpid() != self._owner:
+            return
+        self._stop.set()
+        with self._lock:
+            for proc in self.procs:
+                if proc is not None and proc.poll() is None:
+                    proc.kill()
+            for proc in self.procs:
+                if proc is not None:
+                    with contextlib.suppress(Exception):
+                        proc.wait(timeout=10)
+                    if proc.stdin is not None:
+                        proc.stdin.close()
+            self.procs = [None] * self.size
+            if self._directory is not None:
+                shutil.rmtree(self._directory, ignore_errors=True)
+
+
+class ComputePool:
+    """The way to the compute processes: those of the instance's Supervisor when
+    $PPROF_SHARE_COMPUTE_DIR names it, else a private one started on first use."""
+
+    def __init__(self, settings: dict[str, Any], directory: str | None = None) -> None:
+        self.settings = settings
+        self.seconds = float(settings["ANALYSIS_SECONDS"])
+        self.size = pool_size(settings)
+        directory = directory or os.environ.get(DIRECTORY_ENV)
+        self.supervisor = None if directory else Supervisor(settings)
+        self._directory = directory
+        self._turn = itertools.count()
+        self.warm: list[frozenset[str]] = [frozenset()] * self.size  # as last reported
+
+    @property
+    def directory(self) -> str:
+        """The instance's socket directory, or the private Supervisor's."""
+        if self._directory is not None:
+            return self._directory
+        assert self.supervisor is not None
+        return self.supervisor.directory
+
+    def close(self) -> None:
+        """Stop a private Supervisor's processes (the instance's are the master's to stop)."""
+        if self.supervisor is not None:
+            self.supervisor.stop()
+
+    def next_slot(self) -> int:
+        """A process in turn, for a job about no stored profile (an upload)."""
+        return next(self._turn) % self.size
+
+    def slot_of(self, profile: str) -> int:
+        """The process a profile's jobs go to: the same in every worker of the instance."""
+        digest = hashlib.blake2b(profile.encode(), digest_size=8).digest()
+        return int.from_bytes(digest, "big") % self.size
+
+    def run(
+        self,
+        job: dict[str, Any],
+        *,
+        profile: str | None = None,
+        slot: int | None = None,
+        seconds: float | None = None,
+        progress: Callable[[str], None] | None = None,
+    ) -> Any:
+        """The job's answer; ShareError from the job itself, AnalysisFailed when the process
+        ran out of time or memory or died (it is then replaced). A job goes to `slot` if
+        given, else to the profile's process, else to the next one in turn."""
+        limit = self.seconds if seconds is None else seconds
+        if slot is None:
+            slot = self.slot_of(profile) if profile is not None else self.next_slot()
+        if self.supervisor is not None:
+            self.supervisor.start()
+        deadline = time.monotonic() + limit
+        while True:
+            with self._connect(slot, deadline) as sock:
+                try:
+                    return self._exchange(sock, slot, job, limit, progress)
+                except _NotStarted:
+                    # The process ended while the job waited its turn (it ran out of memory,
+                    # or another job of it was stopped): its replacement takes the job.
+                    if time.monotonic() > deadline:
+                        raise ShareError(
+                            "no compute process is answering; try again", 503
+                        ) from None
+                    time.sleep(0.01)
+
+    def _connect(self, slot: int, deadline: float) -> socket.socket:
+        """A connection to the slot's process, waiting while one (re)starts."""
+        path = socket_path(self.directory, slot)
+        pause = 0.005
+        while True:
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                sock.connect(path)
+                return sock
+            except (FileNotFoundError, ConnectionRefusedError):
+                sock.close()
+                if time.monotonic() > deadline:
+                    raise ShareError("no compute process is answering; try again", 503) from None
+                time.sleep(pause)
+                pause = min(pause * 2, 0.1)
+
+    def _exchange(
+        self,
+        sock: socket.socket,
+        slot: int,
+        job: dict[str, Any],
+        limit: float,
+        progress: Callable[[str], None] | None,
+    ) -> Any:
+        worker_pid = None
+        try:
+            sock.settimeout(limit)
+            protocol.send(sock, job)
+            worker_pid = protocol.recv(sock)["started"]  # queued until the process takes it
+            deadline = time.monotonic() + limit
+            while True:
+                sock.settimeout(max(deadline - time.monotonic(), 0.001))
+                reply = protocol.recv(sock)
+                if "progress" not in reply:
+                    break
+                if progress is not None:
+                    progress(reply["progress"])
+        except TimeoutError:
+            if worker_pid is None:
+                raise ShareError("every compute process is busy; try again", 503) from None
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(worker_pid, signal.SIGKILL)
+            raise AnalysisFailed(
+                f"the analysis took longer than {limit:g} s (SHARE_ANALYSIS_SECONDS) and was "
+                "stopped",
+                kind="time",
+            ) from None
+        except (protocol.Closed, OSError):
+            if worker_pid is None:
+                raise _NotStarted from None
+            raise AnalysisFailed(
+                "the compute process died during the analysis (killed, perhaps out of "
+                "memory); try again",
+                kind="died",
+            ) from None
+        if "memory" in reply:
+            memory = self.settings["ANALYSIS_MEMORY"] >> 20
+            raise AnalysisFailed(
+                f"the analysis needs more memory than the {memory} MiB a compute process may "
+                "use (SHARE_ANALYSIS_MEMORY)",
+                kind="memory",
+            )
+        self.warm[slot] = frozenset(reply.get("warm", ()))
+        if "error" in reply:
+            code, message = reply["error"]
+            raise ShareError(message, code)
+        return reply["ok"]

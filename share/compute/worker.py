@@ -1,0 +1,208 @@
+"""A compute process: `python -m share.compute.worker SOCKET`, started by pool.Supervisor.
+
+It listens on a Unix socket and answers one connection's job at a time (a web worker connects,
+sends a job, reads the answer), and exits when its supervisor goes away. Its address space is
+capped first (RLIMIT_AS), so a profile that needs more memory fails here with a MemoryError
+instead of growing the machine's; the process then exits, and the supervisor starts another.
+On a connection: the job -> {"started": os pid}, any number of {"progress": stage}, then
+{"ok": value} | {"error": [code, message]} | {"memory": message}.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import json
+import os
+import resource
+import selectors
+import socket
+import sys
+import time
+import traceback
+from typing import Any
+
+from .. import pprof
+from ..analysis import combine, views
+from ..errors import NotFound, ShareError, TooLarge
+from ..pprof.inflate import human_size
+from ..store import blobs
+from . import protocol
+from .cache import ProfileCache, footprint
+from .ingest import ingest
+
+VIEW_GZIP_LEVEL = 6  # paid once per view; level 9 took 3-6x as long for 3-17% fewer bytes
+MERGE_GZIP_LEVEL = 1  # a merge is stored as go tool pprof -proto writes it: gzip BestSpeed
+
+
+def log(line: str) -> None:
+    """One line per job on stderr (the server's log): what ran, how it ended, how long."""
+    print(f"pprof-share compute[{os.getpid()}]: {line}", file=sys.stderr, flush=True)
+
+
+class Worker:
+    """The jobs a compute process runs, with its warm profiles."""
+
+    def __init__(self, settings: dict[str, Any]) -> None:
+        self.sock: socket.socket | None = None  # the connection of the job being answered
+        self.cache = ProfileCache(settings["ANALYSIS_CACHE_BYTES"])
+        self._stores: dict[str, Any] = {}
+        self.jobs = 0
+
+    def blobs(self, url: str) -> Any:
+        """The blob store a job names (one client per store, kept)."""
+        store = self._stores.get(url)
+        if store is None:
+            store = self._stores[url] = blobs.from_url(url)
+        return store
+
+    def profile(self, pid: str, job: dict[str, Any]) -> pprof.ParsedProfile:
+        """A stored profile, decoded: from the warm cache (ids are content hashes, so any
+        store's copy will do), else from the job's blob store."""
+        parsed = self.cache.get(pid)
+        if parsed is not None:
+            return parsed
+        self.progress("fetching the profile")
+        try:
+            data = self.blobs(job["blobs"]).get(pid)
+        except FileNotFoundError:
+            raise NotFound(f"no profile with id {pid}") from None
+        self.progress("decoding the profile")
+        try:
+            parsed = pprof.parse(data, max_profile_bytes=job["max_profile_bytes"])
+        except ShareError as exc:  # stored under older, laxer rules or limits
+            raise ShareError(f"stored profile {pid} cannot be read: {exc.message}", 500) from exc
+        self.cache.put(pid, parsed, footprint(parsed))
+        return parsed
+
+    def run(self, job: dict[str, Any]) -> Any:
+        op = job["op"]
+        if op == "ingest":
+            self.progress("validating the profile")
+            limits = pprof.Limits(**job["limits"])
+            parsed = pprof.parse(
+                job["data"], max_profile_bytes=job["max_profile_bytes"], limits=limits
+            )
+            if job.get("strip"):  # privacy: stored and hashed without those parts
+                parsed = pprof.strip(parsed, job["strip"])
+            result = ingest(parsed)
+            self.cache.put(result["id"], parsed, footprint(parsed))  # warm for its first view
+            return result
+        if op == "view":
+            profiles = [self.profile(p, job) for p in [job["pid"], *job.get("bases", [])]]
+            self.progress("analysing")
+            body = views.render(job["name"], profiles, job["options"])
+            for pid, parsed in zip([job["pid"], *job.get("bases", [])], profiles, strict=True):
+                self.cache.resize(pid, footprint(parsed))
+            return gzip.compress(body, compresslevel=VIEW_GZIP_LEVEL, mtime=0)
+        if op == "merge":
+            return self.merge(job)
+        if op == "ping":
+            return {"pid": os.getpid(), "jobs": self.jobs, "warm": self.cache.keys()}
+        if op == "sleep":  # for tests: a job that takes as long as asked
+            time.sleep(job["seconds"])
+            return job["seconds"]
+        if op == "allocate":  # for tests: a job that needs this much memory
+            return len(bytearray(job["bytes"]))
+        raise ValueError(f"unknown job {op!r}")
+
+    def merge(self, job: dict[str, Any]) -> bytes:
+        """Stored profiles (ids) and files ((name, bytes)) merged as `go tool pprof -proto`
+        merges them, gzip-compressed as it writes them; their total size held to max_bytes."""
+        limits = pprof.Limits(**job["limits"])
+        profiles, total = [], 0
+        for part in job["parts"]:
+            if isinstance(part, str):
+                parsed = self.profile(part, job)
+            else:
+                name, data = part
+                self.progress(f"decoding {name}")
+                try:
+                    parsed = pprof.parse(
+                        data, max_profile_bytes=job["max_profile_bytes"], limits=limits
+                    )
+                except ShareError as exc:
+                    raise type(exc)(f"{name}: {exc.message}", exc.code) from None
+            total += len(parsed.raw)
+            if total > job["max_bytes"]:
+                raise TooLarge(
+                    f"a merge of {human_size(total)} or more of profiles (decompressed) is over "
+                    f"the limit of {human_size(job['max_bytes'])} (SHARE_MERGE_MAX_BYTES)"
+                )
+            profiles.append(parsed)
+        self.progress("merging")
+        raw = combine.merged_profile(profiles, job["comment"])
+        return gzip.compress(raw, compresslevel=MERGE_GZIP_LEVEL, mtime=0)
+
+    def serve(self, listener: socket.socket) -> None:
+        """Answer one connection's job at a time until the supervisor goes away (stdin, a
+        pipe from it, reaches its end)."""
+        selector = selectors.DefaultSelector()
+        selector.register(listener, selectors.EVENT_READ, "job")
+        selector.register(sys.stdin.buffer.raw, selectors.EVENT_READ, "supervisor")
+        while True:
+            for key, _ in selector.select():
+                if key.data == "supervisor":
+                    if not os.read(key.fd, 4096):
+                        return
+                    continue
+                conn, _ = listener.accept()
+                with conn:
+                    if not self.answer(conn):
+                        return
+
+    def answer(self, conn: socket.socket) -> bool:
+        """Run the job sent on conn and reply; False when this process must end."""
+        try:
+            job = protocol.recv(conn)
+            self.sock = conn
+            protocol.send(conn, {"started": os.getpid()})
+        except (protocol.Closed, OSError):
+            return True  # a client that gave up while queued
+        self.jobs += 1
+        started = time.monotonic()
+        what = f"{job['op']} {job.get('name', '')} {job.get('pid', '')}".strip()
+        log(f"start {what}")
+        try:
+            reply: dict[str, Any] = {"ok": self.run(job)}
+        except MemoryError as exc:
+            log(f"out of memory in {what}: starting afresh")
+            self._send({"memory": str(exc) or "out of memory"})
+            return False  # a process that ran out may hold fragments: start afresh
+        except ShareError as exc:
+            reply = {"error": [exc.code, exc.message]}
+        except Exception as exc:  # a bug: say so (a 500), keep serving
+            traceback.print_exc()
+            reply = {"error": [500, f"the analysis failed ({type(exc).__name__}: {exc})"]}
+        reply["warm"] = self.cache.keys()
+        outcome = "ok" if "ok" in reply else f"error {reply['error'][0]}"
+        log(f"done {what}: {outcome} in {time.monotonic() - started:.3f} s")
+        self._send(reply)
+        return True
+
+    def _send(self, message: dict[str, Any]) -> None:
+        # A client that went away (it gave up) needs no answer.
+        with contextlib.suppress(OSError):
+            protocol.send(self.sock, message)
+
+    def progress(self, stage: str) -> None:
+        self._send({"progress": stage})
+
+
+def main(argv: list[str]) -> int:
+    """python -m share.compute.worker SOCKET_PATH, settings in $PPROF_SHARE_COMPUTE."""
+    settings = json.loads(os.environ["PPROF_SHARE_COMPUTE"])
+    limit = int(settings["ANALYSIS_MEMORY"])
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    path = argv[1]
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)  # left by the process this one replaces
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(128)
+    Worker(settings).serve(listener)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

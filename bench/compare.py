@@ -19,7 +19,8 @@ their own request ids. It prints medians over --runs of:
   merge of 10 profiles of the bench's largest kind (variants of bench/out/labelled-cpu.pb.gz,
   bench/gen/labelled.py: 165 000 labelled samples each):
   (e) merge    the 10 files' bytes -> the merged profile, gzipped (what -proto writes)
-  (f) upload   POST /?merge=1 with the 10 files through the app (stored as an upload is)
+  (f) upload   POST /?merge=1 with the 10 files through the app (stored as an upload is; its
+               compute tier allowed 8 GiB and 600 s: the defaults refuse a merge this big)
   (g) go       `go tool pprof -proto -output OUT` of the 10 files     goal: (e)/(g) within 3
 
 All timings are taken round robin in the same run, so load from other processes hits them alike.
@@ -154,7 +155,16 @@ def main() -> int:
     go = shutil.which("go")
     work = Path(tempfile.mkdtemp(prefix="pprof-share-bench-"))
     env = {**os.environ, "HOME": str(work), "GOCACHE": str(work / "gocache")}
-    app = create_app({"BLOBS": f"file:{work}/blobs", "META": f"sqlite:{work}/meta.sqlite3"})
+    # The 10-profile merge needs about 5 GB at its peak (go tool pprof -proto about 4 GB) and
+    # tens of seconds: more than the compute tier allows by default (2 GiB, 30 s: a clear 413).
+    app = create_app(
+        {
+            "BLOBS": f"file:{work}/blobs",
+            "META": f"sqlite:{work}/meta.sqlite3",
+            "ANALYSIS_MEMORY": "8GiB",
+            "ANALYSIS_SECONDS": 600,
+        }
+    )
     client = app.test_client()
 
     a_data, b_data = (p.read_bytes() for p in pair)

@@ -35,7 +35,6 @@ from .tables import Tables, tables
 _I64 = np.int64
 BASE_KEY = b"pprof::base"
 CHUNK = 64  # go tool pprof merges its sources 64 at a time, then the chunks pairwise
-MODES = ("diff_base", "base")
 
 
 class CombineError(IncompatibleProfiles):

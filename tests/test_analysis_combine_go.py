@@ -223,3 +223,15 @@ def test_stored_diff_base_shows_as_the_live_one(go, tmp_path) -> None:  # type: 
         return [line for line in text.splitlines() if not line.startswith("Duration:")]
 
     assert lines(live) == lines(expected) and len(lines(expected)) > 50
+
+
+def test_more_than_64_profiles_merge_in_chunks_as_pprof(go) -> None:  # type: ignore[no-untyped-def]
+    """go tool pprof merges 64 sources at a time, then the chunks pairwise: so do we."""
+    paths = [SMALL_CPU, "go-runtime/cpu-labels.pb.gz"] * 33  # 66 sources
+    code, expected, err = go(_merge_command(tuple(paths)))
+    assert code == 0, err
+    merged = combine.merged_profile([parsed(p) for p in paths])
+    again = pprof.parse(merged, max_profile_bytes=1 << 30)
+    index = tables(again).sample_index(None)
+    ours = views.render("toptext", [again], {"sample_index": index, "node_count": 0})
+    assert ours.decode() == expected

@@ -19,7 +19,9 @@ bench: test-deps $(VENV)/.installed-test
 	$(PY) bench/run.py
 	$(PY) bench/parse.py
 	$(PY) bench/compute.py
+	$(PY) bench/refine.py
 	$(PY) bench/paint.py
+	$(PY) bench/compare.py
 
 load: test-deps $(VENV)/.installed-test
 	@bash .ci/system-deps.sh load

@@ -7,12 +7,13 @@ walks every import and fails on an arrow that runs back up):
     analysis  ->  pprof
 
 - share.web: the Flask app (create_app), every route in web/routes.py, pages, error rendering;
-- share.cli: `pprof-share serve | upload | delete | prune | fsck | top`, and the
+- share.cli: `pprof-share serve | upload | merge | delete | prune | fsck | top`, and the
   standard-library HTTP client, which loads neither Flask nor numpy (`upload` starts fast);
-- share.core: the service — upload, fetch, views, delete, prune, fsck — with no Flask;
+- share.core: the service — upload, fetch, views, merge, delete, prune, fsck — with no Flask;
 - share.compute: the processes every parse and analysis runs in, bounded in time and memory,
   with warm profiles, and the single flight of each view;
-- share.analysis: a parsed profile -> the views (top, flame graph, text), pprof's semantics;
+- share.analysis: parsed profiles -> the views (top, flame graph, text), merges and diffs,
+  pprof's semantics;
 - share.pprof: bytes -> a validated profile, exactly as google/pprof accepts it;
 - share.store: the blob and metadata stores, one module per backend; leases; the guard that
   turns a store's failures into StoreUnavailable.

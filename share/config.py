@@ -67,6 +67,10 @@ DEFAULTS: dict[str, Any] = {
     # Hosts (comma-separated, "*" for any) whose Host header may build links when PUBLIC_URL is
     # unset; empty = loopback names only.
     "ALLOWED_HOSTS": "",
+    # Most profiles one merge may combine, or one diff (the profile and its bases).
+    "MERGE_MAX_PROFILES": 64,
+    # Largest total size, decompressed, of the profiles one merge or diff combines, in bytes.
+    "MERGE_MAX_BYTES": 512 * MiB,
 }
 
 _INT_SETTINGS = {
@@ -79,6 +83,8 @@ _INT_SETTINGS = {
     *(f"MAX_{k}" for k in ("SAMPLES", "LOCATIONS", "FUNCTIONS", "MAPPINGS", "STRINGS")),
     "MAX_LABELS",
     "MAX_FRAMES",
+    "MERGE_MAX_PROFILES",
+    "MERGE_MAX_BYTES",
 }
 _SIZE = re.compile(r"^\s*(\d+)\s*(|k|m|g|kib|mib|gib|kb|mb|gb)\s*$", re.I)
 _SIZE_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
@@ -153,6 +159,7 @@ def load(environ: Mapping[str, str], overrides: Mapping[str, Any] | None = None)
         except (TypeError, ValueError):
             what = "bytes" if "BYTES" in name or name.endswith("MEMORY") else "seconds"
             what = what if not name.startswith("MAX_") or "BYTES" in name else "elements"
+            what = "profiles" if name == "MERGE_MAX_PROFILES" else what
             raise ConfigError(
                 f"SHARE_{name}={settings[name]!r}: expected a positive number of {what}"
             ) from None

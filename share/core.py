@@ -1,5 +1,5 @@
-"""Share: upload, fetch, delete and prune profiles. No Flask here: the web views, the JSON API
-and the CLI all call this one core, and none of them touches a store."""
+"""Share: upload, fetch, view, merge, delete and prune profiles. No Flask here: the web views,
+the JSON API and the CLI all call this one core, and none of them touches a store."""
 
 from __future__ import annotations
 
@@ -7,13 +7,14 @@ import hashlib
 import hmac
 import secrets
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 from . import metrics, pprof
 from .compute.ingest import ID_LENGTH
+from .compute.merges import Merges
 from .compute.pool import AnalysisFailed, ComputePool, job_settings
 from .compute.service import ViewService
 from .config import ConfigError, parse_duration
@@ -113,6 +114,7 @@ class Share:
         # Processes start on first use; one pool may serve several apps (tests share one).
         self.compute = compute if compute is not None else ComputePool(settings)
         self.views = ViewService(meta, self.compute, settings, clock=lambda: self.clock())
+        self.merges = Merges(self.compute, settings)
         self._job = job_settings(settings)
         self.leases = Leases(meta)
         self._present: dict[str, float] = {}  # id -> when its blob was last seen (monotonic)
@@ -311,15 +313,28 @@ class Share:
     ) -> bytes:
         """A view of a live profile (and of the bases a diff reads), gzip-compressed:
         computed once in the compute tier, then cached (compute.service)."""
-        self.record(pid)
-        for base in bases:
-            self.record(base)
+        records = [self.record(pid), *map(self.record, bases)]
+        if bases:
+            self.merges.check("a diff", len(records), sum(r.size_bytes for r in records))
         return self.views.view(pid, name, options, bases)
 
     def progress(self, pid: str) -> dict[str, Any]:
         """What a slow first view of the profile is doing now (stage None: nothing)."""
         self.record(pid)
         return self.views.progress(pid)
+
+    # --- combining ----------------------------------------------------------------------
+    def merge(
+        self,
+        sources: Sequence[str | tuple[str, bytes]],
+        *,
+        title: str = "",
+        expires: str | None = None,
+    ) -> Upload:
+        """Merge stored profiles (ids) and files ((name, bytes)), in order, as `go tool pprof
+        -proto` merges them (compute.merges), and store the result as any upload is."""
+        data, default_title = self.merges.run(sources, self.record)
+        return self.upload(data, title=(title.strip() or default_title)[:200], expires=expires)
 
     # --- removal ------------------------------------------------------------------------
     def delete(self, pid: str, token: str | None) -> None:

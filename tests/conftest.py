@@ -363,6 +363,58 @@ def page(browser):  # type: ignore[no-untyped-def]
     context.close()
 
 
+# --- go tool pprof -----------------------------------------------------------------------------
+class GoPprof:
+    """`go tool pprof` with the given arguments, two runs at a time, each command once per
+    session: start() queues commands so they run while the tests compute their side."""
+
+    def __init__(self, go: str, env: dict[str, str]) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.go, self.env = go, env
+        self.pool = ThreadPoolExecutor(max_workers=2)
+        self.futures: dict[tuple[str, ...], Any] = {}
+
+    def _run(self, args: tuple[str, ...]) -> tuple[int, str, str]:
+        done = subprocess.run(
+            [self.go, "tool", "pprof", *args], capture_output=True, env=self.env, timeout=300
+        )
+        out, err = (x.decode("utf-8", "replace") for x in (done.stdout, done.stderr))
+        return done.returncode, out, err
+
+    def start(self, *commands: list[str]) -> None:
+        for args in commands:
+            key = tuple(args)
+            if key not in self.futures:
+                self.futures[key] = self.pool.submit(self._run, key)
+
+    def __call__(self, args: list[str]) -> tuple[int, str, str]:
+        """(exit status, stdout, stderr) of `go tool pprof ARGS`."""
+        self.start(args)
+        return self.futures[tuple(args)].result()
+
+
+@pytest.fixture(scope="session")
+def go_pprof(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GoPprof]:
+    """One pool of `go tool pprof` processes for the session's parity tests."""
+    go = shutil.which("go")
+    if go is None:
+        unavailable("go is not installed (make test installs golang-go)")
+    home = tmp_path_factory.mktemp("go-pprof")
+    env = {
+        **os.environ,
+        "HOME": str(home),
+        "GOCACHE": str(home / "cache"),
+        "GOFLAGS": "",
+        # No local binaries to symbolize with: the profile's own symbols only, as on a server.
+        "PPROF_BINARY_PATH": str(home / "no-binaries"),
+        "PPROF_TMPDIR": str(home / "pprof"),
+    }
+    runner = GoPprof(go, env)
+    yield runner
+    runner.pool.shutdown(cancel_futures=True)
+
+
 # --- profiles made to order -----------------------------------------------------------------
 def unique_profile(tag: str, base: str = "go-runtime/heap.pb.gz") -> bytes:
     """A valid profile of its own (a new id) for each tag: the corpus profile with one more,

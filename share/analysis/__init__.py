@@ -8,10 +8,18 @@ flame (the flame graph's call tree). units and text reproduce pprof's number for
 -top layout; names holds the demangling heuristic and Go regexp handling; views encodes each view
 as the bytes the web tier serves and the CLI prints.
 
+<<<<<<< HEAD
 pprof's options (query.py parses them) go through refine (label pseudo-frames, the name and tag
 filters in applyFocus's order, granularity), which gives a Stacks like the profile's own, so
 top and flame read it unchanged; callgraph, dot, peek and tags build pprof's other reports on it
 (explore.py holds one report's state, pprofviews.py encodes them).
+=======
+Merges and diffs (go tool pprof a b c, -diff_base, -base, -normalize): prof holds a profile in
+columns as pprof's Profile struct does; scaling (ScaleProfiles, ScaleN, Normalize, SetLabel),
+merge and merge_out (profile.Merge, with keys' exact grouping) combine them; encode writes the
+result as profile.proto; combine runs go tool pprof's steps and gives the views a merge's Tables
+(restack reusing its inputs' stacks); diffview draws a diff's two sides.
+>>>>>>> compare
 
 It imports share.pprof (and share.errors) only: never the stores, the core or the web.
 """

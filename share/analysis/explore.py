@@ -57,9 +57,14 @@ class Report:
         return self.refined_warnings or []
 
 
-def report(parsed: ParsedProfile, options: dict[str, Any]) -> Report:
+def _tables(profile: ParsedProfile | Tables) -> Tables:
+    """A parsed profile's tables, or tables as given (a diff's or a merge's, combine.py)."""
+    return profile if isinstance(profile, Tables) else tables(profile)
+
+
+def report(parsed: ParsedProfile | Tables, options: dict[str, Any]) -> Report:
     """The report of a profile with a view's options (options.parse's canonical dict)."""
-    t = tables(parsed)
+    t = _tables(parsed)
     spec = Spec.of(options)
     index = options.get("sample_index")
     if spec == DEFAULT_SPEC:
@@ -86,7 +91,7 @@ def top_report(rep: Report, options: dict[str, Any]) -> Any:
     )
 
 
-def top_text(parsed: ParsedProfile, options: dict[str, Any]) -> bytes:
+def top_text(parsed: ParsedProfile | Tables, options: dict[str, Any]) -> bytes:
     """`go tool pprof -top` with every option (our default node fraction is 0)."""
     rep = report(parsed, options)
     t = top_report(rep, options)
@@ -101,14 +106,14 @@ def top_text(parsed: ParsedProfile, options: dict[str, Any]) -> bytes:
     ).encode()
 
 
-def warnings(parsed: ParsedProfile, options: dict[str, Any]) -> list[str]:
+def warnings(parsed: ParsedProfile | Tables, options: dict[str, Any]) -> list[str]:
     """The lines pprof writes to stderr for these options (its warnings).
 
     Without any option pprof may still print one line: a numeric label key seen with two
     units. Finding it means decoding every label, so only views that read labels anyway
     (tags, and any with a filter) report it; options["labels"] asks for it.
     """
-    t = tables(parsed)
+    t = _tables(parsed)
     spec = Spec.of(options)
     if spec == DEFAULT_SPEC:
         if options.get("labels") and t.n_samples:

@@ -24,6 +24,7 @@ from .units import abs64, go_int64, wrap64
 
 if TYPE_CHECKING:
     from .graph import Graph
+    from .stacks import Stacks
 
 _I64 = np.int64
 # The page's default: the heaviest 50 000 nodes. On the large CPU profiles of bench/ that is
@@ -40,14 +41,9 @@ def flamegraph(
 
     Both limits apply; 0 turns one off (node_fraction=0, budget=0 keeps every node).
     """
-    st = g.stacks
-    t = _tree(
-        st.frame_node, st.frame_off, g.stack_weights, g.total, len(st.names), node_fraction, budget
+    t, order, names, files, name_index = layout(
+        g.stacks, g.stack_weights, g.total, node_fraction, budget
     )
-    order = _preorder(t.parent, t.node, t.value, t.depth, st.name_ranks()[0])
-    used, name_of = np.unique(t.node[1:], return_inverse=True)
-    name_index = np.zeros(len(t.node), dtype=_I64)
-    name_index[1:] = name_of + 1
     tables = g.tables
     return {
         "sample_type": {"type": g.sample_type[0], "unit": g.sample_type[1]},
@@ -55,10 +51,10 @@ def flamegraph(
         "sample_types": [{"type": a, "unit": b} for a, b in tables.sample_types],
         "default_sample_index": tables.sample_index(None),
         "total": g.total,
-        "names": [""] + [st.names[n] for n in used.tolist()],
-        "files": [""] + [st.files[n] for n in used.tolist()],
+        "names": names,
+        "files": files,
         "nodes": {
-            "name": name_index[order].tolist(),
+            "name": name_index.tolist(),
             "depth": t.depth[order].tolist(),
             "value": t.value[order].tolist(),
             "self": t.self_[order].tolist(),
@@ -75,6 +71,40 @@ def flamegraph(
     }
 
 
+def layout(
+    st: Stacks, w: np.ndarray, total: int, node_fraction: float, budget: int, track: bool = False
+) -> tuple[Tree, np.ndarray, list[str], list[str], np.ndarray]:
+    """The call tree of stacks weighted by w, in preorder: (tree, preorder of the tree's node
+    ids, names, files, name index of each node in preorder). track: say where each stack ends
+    in the tree (Tree.stack_node), so other weights can be summed over the same tree."""
+    t = _tree(st.frame_node, st.frame_off, w, total, len(st.names), node_fraction, budget, track)
+    order = _preorder(t.parent, t.node, t.value, t.depth, st.name_ranks()[0])
+    used, name_of = np.unique(t.node[1:], return_inverse=True)
+    name_index = np.zeros(len(t.node), dtype=_I64)
+    name_index[1:] = name_of + 1
+    names = [""] + [st.names[n] for n in used.tolist()]
+    files = [""] + [st.files[n] for n in used.tolist()]
+    return t, order, names, files, name_index[order]
+
+
+def sums(t: Tree, w: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(cumulative, self, hidden) sums of other per-stack weights w ([n_stacks, k]) over a
+    tracked tree: what its value, self_ and hidden_value are for its own weights."""
+    assert t.stack_node is not None and t.stack_whole is not None
+    n, k = len(t.parent), w.shape[1]
+    cum = np.zeros((n, k), dtype=_I64)
+    np.add.at(cum, t.stack_node, w)  # wraps, as Go's int64 sums
+    own = np.zeros((n, k), dtype=_I64)
+    np.add.at(own, t.stack_node[t.stack_whole], w[t.stack_whole])
+    hidden = w[~t.stack_whole].sum(axis=0, dtype=_I64)
+    by_depth = np.argsort(t.depth, kind="stable")
+    bounds = np.searchsorted(t.depth[by_depth], np.arange(int(t.depth.max()) + 2))
+    for d in range(len(bounds) - 2, 0, -1):  # children into parents, deepest first
+        ids = by_depth[bounds[d] : bounds[d + 1]]
+        np.add.at(cum, t.parent[ids], cum[ids])
+    return cum, own, hidden
+
+
 @dataclass
 class Tree:
     """Tree nodes by id (0 is the root; a parent's id is below its children's)."""
@@ -87,6 +117,10 @@ class Tree:
     hidden_nodes: int  # subtrees cut off (counted by their top node)
     hidden_value: int  # their summed value
     hidden_max: int  # the largest |value| among them
+    # With track: each stack's deepest node (where it ends, or the node above where it was
+    # cut), and whether it ends there whole (its weight that node's self, not hidden).
+    stack_node: np.ndarray | None = None
+    stack_whole: np.ndarray | None = None
 
 
 class _Heaviest:
@@ -166,6 +200,7 @@ def _tree(
     n_nodes: int,
     node_fraction: float,
     budget: int,
+    track: bool = False,
 ) -> Tree:
     """Merge stacks into a tree level by level, within the two limits.
 
@@ -188,6 +223,8 @@ def _tree(
     cut_parent = [np.zeros(0, dtype=_I64)]  # subtrees never built: the node above them...
     cut_value = [np.zeros(0, dtype=_I64)]  # ...and their value
     next_id = 1
+    stack_node = np.zeros(len(length), dtype=_I64) if track else None
+    stack_whole = length == 0
     active = np.flatnonzero(length > 0)
     par = np.zeros(len(active), dtype=_I64)
     par_weight = np.full(len(active), np.iinfo(_I64).max, dtype=_I64)
@@ -228,6 +265,9 @@ def _tree(
         firsts.append(active[at[keep]])
         weights.append(weight[keep])
         go_on = keep[inv] & ~ends
+        if stack_node is not None:  # deepest so far: this node, or the parent if cut off
+            stack_node[active] = np.where(keep[inv], ids[inv], key // n_nodes)
+            stack_whole[active] = keep[inv] & ends
         singletons = len(uniq) == len(active)
         active, par, par_weight = active[go_on], ids[inv[go_on]], weight[inv[go_on]]
         d += 1
@@ -260,9 +300,21 @@ def _tree(
             last = np.maximum(first + take - 1, 0)
             cut_parent.append(np.where(some, chain_ids[last] if len(chain_ids) else 0, par)[short])
             cut_value.append(wa[short])
+            if stack_node is not None:
+                stack_node[active] = np.where(some, chain_ids[last] if len(chain_ids) else 0, par)
+                stack_whole[active] = whole
             break
     tree = [np.concatenate(a) for a in (parents, nodes, values, selfs, depths, firsts, weights)]
-    return _choose(*tree, np.concatenate(cut_parent), np.concatenate(cut_value), budget)
+    t, keep, new_id = _choose(*tree, np.concatenate(cut_parent), np.concatenate(cut_value), budget)
+    if stack_node is not None:
+        parent = tree[0]
+        lost = ~keep[stack_node]
+        stack_whole &= ~lost
+        while lost.any():  # a stack ending below the budget's cut: hidden under a kept node
+            stack_node[lost] = parent[stack_node[lost]]
+            lost = ~keep[stack_node]
+        t.stack_node, t.stack_whole = new_id[stack_node], stack_whole
+    return t
 
 
 def _choose(
@@ -276,30 +328,39 @@ def _choose(
     cut_parent: np.ndarray,
     cut_value: np.ndarray,
     budget: int,
-) -> Tree:
-    """Keep the heaviest `budget` candidates and those above them; count what is hidden."""
+) -> tuple[Tree, np.ndarray, np.ndarray]:
+    """Keep the heaviest `budget` candidates and those above them; count what is hidden.
+    Also returns which candidates were kept and each one's id among them."""
     n = len(parent)
     keep = np.ones(n, dtype=bool)
     if 0 < budget < n:
-        # A parent outranks its children (no lighter, shallower): the chosen nodes are a tree.
-        order = np.lexsort((first, depth, ~weight))
-        keep[:] = False
-        keep[order[:budget]] = True
+        # The heaviest, then the shallowest, then the first stack's: a parent outranks its
+        # children (no lighter, shallower), so the chosen nodes are a tree. Only the nodes
+        # tied with the budget-th weight need the later keys; the others are in or out.
+        cut = np.partition(weight, n - budget)[n - budget]
+        keep = weight > cut
+        tied = np.flatnonzero(weight == cut)
+        order = tied[np.lexsort((first[tied], depth[tied]))]
+        keep[order[: budget - int(keep.sum())]] = True
     dropped = np.flatnonzero(~keep)
     dropped = dropped[keep[parent[dropped]]]  # the top node of each dropped subtree
     hidden = np.concatenate((value[dropped], cut_value[keep[cut_parent]]))
     new_id = np.cumsum(keep) - 1
     kept_parent = parent[keep]
     kept_parent[1:] = new_id[kept_parent[1:]]
-    return Tree(
-        parent=kept_parent,
-        node=node[keep],
-        value=value[keep],
-        self_=self_[keep],
-        depth=depth[keep],
-        hidden_nodes=len(hidden),
-        hidden_value=wrap64(int(hidden.sum(dtype=_I64))),
-        hidden_max=int(np.abs(hidden).max()) if len(hidden) else 0,
+    return (
+        Tree(
+            parent=kept_parent,
+            node=node[keep],
+            value=value[keep],
+            self_=self_[keep],
+            depth=depth[keep],
+            hidden_nodes=len(hidden),
+            hidden_value=wrap64(int(hidden.sum(dtype=_I64))),
+            hidden_max=int(np.abs(hidden).max()) if len(hidden) else 0,
+        ),
+        keep,
+        new_id,
     )
 
 

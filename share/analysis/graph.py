@@ -56,19 +56,9 @@ def _build_graph(t: Tables, index: int | None) -> Graph:
         w = np.zeros(t.n_samples, dtype=_I64)
     else:
         w = _merged_weights(t, t.values[:, index])
-    n_nodes = len(st.names)
-    n_stacks = len(st.frame_off) - 1
-    ws = np.zeros(n_stacks, dtype=_I64)  # weight per stack: its samples' sum (wraps, as Go)
-    np.add.at(ws, st.stack_of, w)
-    live = np.zeros(n_stacks, dtype=bool)  # stacks with a sample pprof does not skip (w != 0)
+    ws, flat, cum = node_sums(st, w)
+    live = np.zeros(len(ws), dtype=bool)  # stacks with a sample pprof does not skip (w != 0)
     live[st.stack_of[w != 0]] = True
-    flat = np.zeros(n_nodes, dtype=_I64)
-    cum = np.zeros(n_nodes, dtype=_I64)
-    off = st.frame_off
-    nonempty = np.flatnonzero(off[1:] > off[:-1])
-    np.add.at(flat, st.frame_node[off[1:][nonempty] - 1], ws[nonempty])
-    if len(st.first_owner):
-        cum[st.first_nodes] = np.add.reduceat(ws[st.first_owner], st.first_starts)
     return Graph(
         tables=t,
         stacks=st,
@@ -83,6 +73,21 @@ def _build_graph(t: Tables, index: int | None) -> Graph:
     )
 
 
+def node_sums(st: Stacks, w: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(weight per stack, flat per node, cum per node) of per-sample weights w (int64 sums
+    wrap, as Go's); a node recursing in one stack counts once in its cum."""
+    ws = np.zeros(len(st.frame_off) - 1, dtype=_I64)
+    np.add.at(ws, st.stack_of, w)
+    flat = np.zeros(len(st.names), dtype=_I64)
+    cum = np.zeros(len(st.names), dtype=_I64)
+    off = st.frame_off
+    nonempty = np.flatnonzero(off[1:] > off[:-1])
+    np.add.at(flat, st.frame_node[off[1:][nonempty] - 1], ws[nonempty])
+    if len(st.first_owner):
+        cum[st.first_nodes] = np.add.reduceat(ws[st.first_owner], st.first_starts)
+    return ws, flat, cum
+
+
 def _merged_weights(t: Tables, w: np.ndarray) -> np.ndarray:
     """Sample weights after profile.Merge, which sums samples with equal stacks and labels.
 
@@ -90,7 +95,7 @@ def _merged_weights(t: Tables, w: np.ndarray) -> np.ndarray:
     or an int64 sum wraps; those profiles get the exact merge, the others are left as they are.
     """
     w = np.asarray(w, dtype=_I64)
-    if not len(w):
+    if not len(w) or t.merged:
         return w
     same_sign = bool((w >= 0).all() or (w <= 0).all())
     small = float(np.abs(w.astype(np.float64)).sum()) < 2.0**62

@@ -64,7 +64,7 @@ def _build(t: Tables) -> Labels:
     )
     texts = list(index)
     alive = (t.values != 0).any(axis=1) if t.values.size else np.zeros(t.n_samples, dtype=bool)
-    if t.n_samples and (t.message is not None) and len(t.message.sample):
+    if t.n_samples:  # a parsed profile's, or a merge's (combine.py gives them decoded)
         sample, key, sval, num, unit = t.labels()
     else:
         sample = key = sval = num = unit = np.zeros(0, dtype=_I64)

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 from . import query
 from .flame import FLAME_NODE_BUDGET
@@ -90,7 +92,70 @@ def parse(
             options.update(query.view_options(view, args))
         except query.QueryError as exc:
             raise OptionError(str(exc)) from None
+    diff = _diff_args(args) if view in DIFF_VIEWS else {}
+    if diff and not args.get("si"):
+        # A diff's default type is the combination's (the first default among the profile and
+        # its bases, as Merge keeps it): the view resolves None once it has combined them.
+        options["sample_index"] = None
+    options.update(diff)
     return options
+
+
+# --- diffs: the views of DIFF_VIEWS take diff_base= or base= (pprof's -diff_base, -base) --
+DIFF_MODES = ("diff_base", "base")
+DIFF_VIEWS = ("flamegraph", "top", "toptext", *PPROF_VIEWS)
+# A profile id as links carry it (share.core.ID_LENGTH base64url characters).
+PROFILE_ID = re.compile(r"[A-Za-z0-9_-]{16}")
+_TRUE = ("", "1", "t", "true", "yes", "on")
+_FALSE = ("0", "f", "false", "no", "off")
+
+
+def profile_ref(text: str) -> str:
+    """The id a reference names: an id, or a link holding one (HOST/ID, HOST/ID/raw, ...)."""
+    text = text.strip()
+    if PROFILE_ID.fullmatch(text):
+        return text
+    path = urlsplit(text).path if "://" in text else text.split("?")[0].split("#")[0]
+    for segment in path.split("/"):
+        if PROFILE_ID.fullmatch(segment):
+            return segment
+    raise OptionError(f"{text[:100]!r} is neither a profile id nor a link to one")
+
+
+def _diff_args(args: Mapping[str, str]) -> Options:
+    """diff_base / base (one id or link, or several separated by commas, merged as pprof
+    merges several bases) and normalize, canonical: {} when there is no base."""
+    given = {m: args.get(m, "").strip() for m in DIFF_MODES}
+    if all(given.values()):
+        raise OptionError("-base and -diff_base flags cannot both be specified")
+    normalize = args.get("normalize")
+    if normalize is not None and normalize.lower() not in _TRUE + _FALSE:
+        raise OptionError(f"?normalize={normalize!r}: expected 1 or 0 (true or false)")
+    for mode, value in given.items():
+        if value:
+            refs = [profile_ref(v) for v in value.split(",") if v.strip()]
+            if not refs:
+                raise OptionError(f"?{mode}={value!r} names no profile")
+            out: Options = {mode: refs}
+            if normalize is not None and normalize.lower() in _TRUE:
+                out["normalize"] = True
+            return out
+    if normalize is not None and normalize.lower() in _TRUE:
+        raise OptionError("normalize: must have base profile to normalize by (diff_base= or base=)")
+    return {}
+
+
+def diff_of(options: Mapping[str, Any]) -> tuple[str, list[str], bool]:
+    """(mode, base ids, normalize) of canonical options; ("", [], False) for no diff."""
+    for mode in DIFF_MODES:
+        if options.get(mode):
+            return mode, list(options[mode]), bool(options.get("normalize"))
+    return "", [], False
+
+
+def bases(options: Mapping[str, Any]) -> list[str]:
+    """The ids of the profiles a view's options subtract (for the core to load)."""
+    return diff_of(options)[1]
 
 
 def key(view: str, options: Options) -> str:

@@ -158,7 +158,7 @@ def peek_doc(rep: Report, pattern: str, cum: bool, budget: int = FLAME_NODE_BUDG
 def _outermost(rep: Report, focal: int) -> tuple[np.ndarray, np.ndarray]:
     """(stacks with the node, position of its outermost frame in each) among live stacks."""
     st = rep.graph.stacks
-    hit = np.flatnonzero((st.frame_node == focal) & st.frame_first)
+    hit = np.flatnonzero((st.frame_node == focal) & st.firsts())
     owner = st.frame_owner[hit].astype(_I64)
     keep = rep.graph.stack_live[owner]
     return owner[keep], hit[keep]

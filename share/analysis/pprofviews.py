@@ -16,7 +16,7 @@ from typing import Any
 from ..pprof import ParsedProfile
 from . import dot, explore, flame, peek, svg, tags, zoom
 from .refine import Spec
-from .views import encode, top_doc
+from .views import encode, top_doc_of
 
 Render = Callable[[Sequence[ParsedProfile], Mapping[str, Any]], bytes]
 _REFINE = frozenset(f.name for f in fields(Spec))
@@ -30,17 +30,36 @@ def _plain(name: str, o: Mapping[str, Any]) -> bool:
     return name == "flamegraph" or not any(k in o for k in _TOP)
 
 
+def _filtered(o: Mapping[str, Any]) -> bool:
+    return any(k in o for k in _REFINE) or "zoom" in o
+
+
+def subject(profiles: Sequence[ParsedProfile], o: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """(the tables a view reads, its options): the profile's own, or with diff_base= / base=
+    the combination pprof makes (combine.py) — filters then apply to it as pprof applies them;
+    a diff's sample type None is resolved on the combination."""
+    from .views import shown
+
+    s, index = shown(profiles, o)
+    return s, {**o, "sample_index": index}
+
+
 def with_options(name: str, plain: Render) -> Render:
     """The flame graph / top view: as before without pprof's options, refined with them."""
 
     def render(profiles: Sequence[ParsedProfile], o: Mapping[str, Any]) -> bytes:
         if _plain(name, o):
             return plain(profiles, o)
+        s, refined = subject(profiles, o)
+        sides = name == "flamegraph" or (name == "top" and not any(k in o for k in _TOP))
+        if s.diff and sides and not _filtered(o):
+            return plain(profiles, o)  # a diff without filters: diffview's, with both sides
+        o = refined
         if name == "toptext":
-            return explore.top_text(profiles[0], dict(o))
-        rep = explore.report(profiles[0], dict(o))
+            return explore.top_text(s.tables, o)
+        rep = explore.report(s.tables, o)
         if name == "top":
-            doc = top_doc(rep.graph, explore.top_report(rep, dict(o)))
+            doc = top_doc_of(rep.graph, explore.top_report(rep, o))
             doc["sort"] = "cum" if o.get("cum") else "flat"
         elif "zoom" in o:
             doc = zoom.zoomed(rep.graph, list(o["zoom"]), o["node_fraction"], o["budget"])
@@ -48,6 +67,7 @@ def with_options(name: str, plain: Render) -> Render:
             doc = flame.flamegraph(rep.graph, o["node_fraction"], o["budget"])
         doc["warnings"] = rep.warnings
         doc["filters"] = rep.filters
+        doc["diff"] = s.diff  # a diff with filters: pprof's signed values (no sides)
         return encode(doc)
 
     return render
@@ -69,8 +89,13 @@ def _common(rep: explore.Report) -> dict[str, Any]:
     }
 
 
+def _report(profiles: Sequence[ParsedProfile], o: Mapping[str, Any]) -> explore.Report:
+    s, opts = subject(profiles, o)
+    return explore.report(s.tables, opts)
+
+
 def peek_json(profiles: Sequence[ParsedProfile], o: Mapping[str, Any]) -> bytes:
-    rep = explore.report(profiles[0], dict(o))
+    rep = _report(profiles, o)
     doc = _common(rep)
     budget = o.get("budget", flame.FLAME_NODE_BUDGET)
     doc.update(peek.peek_doc(rep, o["peek"], bool(o.get("cum")), budget))
@@ -78,24 +103,25 @@ def peek_json(profiles: Sequence[ParsedProfile], o: Mapping[str, Any]) -> bytes:
 
 
 def peek_text(profiles: Sequence[ParsedProfile], o: Mapping[str, Any]) -> bytes:
-    rep = explore.report(profiles[0], dict(o))
+    rep = _report(profiles, o)
     return peek.peek_text(rep, o["peek"], bool(o.get("cum"))).encode()
 
 
 def tags_json(profiles: Sequence[ParsedProfile], o: Mapping[str, Any]) -> bytes:
-    rep = explore.report(profiles[0], dict(o))
+    s, opts = subject(profiles, o)
+    rep = explore.report(s.tables, opts)
     doc = _common(rep)
-    doc["warnings"] = explore.warnings(profiles[0], {**o, "labels": True})
+    doc["warnings"] = explore.warnings(s.tables, {**opts, "labels": True})
     doc.update(tags.tags_doc(rep, o.get("values", tags.TAG_VALUES)))
     return encode(doc)
 
 
 def tags_text(profiles: Sequence[ParsedProfile], o: Mapping[str, Any]) -> bytes:
-    return tags.tags_text(explore.report(profiles[0], dict(o))).encode()
+    return tags.tags_text(_report(profiles, o)).encode()
 
 
 def dot_text(profiles: Sequence[ParsedProfile], o: Mapping[str, Any]) -> bytes:
-    rep = explore.report(profiles[0], dict(o))
+    rep = _report(profiles, o)
     return dot.dot_text(
         rep,
         o.get("node_count", dot.NODE_COUNT),
@@ -109,7 +135,8 @@ def graph_svg(profiles: Sequence[ParsedProfile], o: Mapping[str, Any]) -> bytes:
 
 
 def warnings_json(profiles: Sequence[ParsedProfile], o: Mapping[str, Any]) -> bytes:
-    return encode({"warnings": explore.warnings(profiles[0], dict(o))})
+    s, opts = subject(profiles, o)
+    return encode({"warnings": explore.warnings(s.tables, opts)})
 
 
 VIEWS: dict[str, tuple[Render, str]] = {

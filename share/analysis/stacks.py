@@ -51,6 +51,12 @@ class Stacks:
     memo: dict[str, Any] = field(default_factory=dict, repr=False)  # later stages' results
     _name_ranks: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
 
+    def firsts(self) -> np.ndarray:
+        """frame_first, computed the first time it is asked for (peek needs it)."""
+        if self.frame_first is None:
+            self.frame_first = first_frames(self.frame_node, self.frame_owner, len(self.names))[3]
+        return self.frame_first
+
     def groups(self) -> np.ndarray:
         """frame_group, computed the first time it is asked for (only call edges need it)."""
         if self.frame_group is None:
@@ -141,11 +147,15 @@ def first_frames(
     return frame_owner[first], starts, present.astype(_I64), frame_first, frame_group
 
 
-def _build_stacks(t: Tables) -> Stacks:
-    n_loc = len(t.loc_mapping)
+def node_table(
+    t: Tables,
+) -> tuple[list[str], list[str], list[str], np.ndarray, np.ndarray, list[Any]]:
+    """(names, files, keys) of the nodes, the node of each line and of each mapping's frames
+    without lines (the last entry: no mapping), and each node's graph.NodeInfo.
 
-    # Nodes: graph.NodeInfo at "functions" granularity (address, line and file cleared): a
-    # function's name, or for nameless frames the binary (and the function's start line).
+    Nodes are graph.NodeInfo at "functions" granularity (address, line and file cleared): a
+    function's name, or for nameless frames the binary (and the function's start line).
+    """
     index: dict[Any, int] = {}
     func_node = np.array(
         [index.setdefault(nm, len(index)) if nm else -1 for nm in t.func_name], dtype=_I64
@@ -175,6 +185,12 @@ def _build_stacks(t: Tables) -> Stacks:
         loc = int(np.searchsorted(t.line_off, i, side="right") - 1)
         line_node[i] = node(map_file[t.loc_mapping[loc]], t.func_start[int(t.line_func[i])])
     map_node = np.array([node(f, 0) for f in map_file], dtype=_I64)
+    return names, files, keys, line_node, map_node, infos
+
+
+def _build_stacks(t: Tables) -> Stacks:
+    n_loc = len(t.loc_mapping)
+    names, files, keys, line_node, map_node, infos = node_table(t)
 
     # Samples that share a stack (labelled profiles have many) are expanded once, pruned
     # (drop_frames/keep_frames: lines cut off locations, then stacks).

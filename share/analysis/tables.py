@@ -54,6 +54,7 @@ class Tables:
     line_off: np.ndarray
     func_name: list[str]  # after the demangling heuristic
     func_names: tuple[list[str], list[str], list[str]]  # name, system_name, filename as stored
+    func_strings: np.ndarray  # [n_functions, 3] their string indices (len(strings): outside)
     func_start: list[int]
     map_start: list[int]
     map_file: list[str]  # the file Merge keeps for the mapping
@@ -61,8 +62,13 @@ class Tables:
     header: Header
     drop_frames: str
     keep_frames: str
-    outline: Any = field(repr=False)  # the ParsedProfile's: samples kept as their encoded bytes
+    # The ParsedProfile's outline (samples kept as their encoded bytes); None for a merge's
+    # tables (combine.py), whose labels come decoded.
+    outline: Any = field(default=None, repr=False)
     _message: Any = field(default=None, repr=False)
+    # The samples are profile.Merge's output (unique by its key, none all-zero): graph.py has
+    # nothing left to sum. Set by merge.py; a parsed upload is taken as it comes.
+    merged: bool = False
     _labels: tuple[np.ndarray, ...] | None = field(default=None, repr=False)
     _stacks: Stacks | None = field(default=None, repr=False)
     _graphs: dict[int | None, Graph] = field(default_factory=dict, repr=False)
@@ -80,12 +86,15 @@ class Tables:
     @property
     def message(self) -> Any:
         """The profile's full message, decoded on first use (the tables do not need it)."""
-        if self._message is None:
+        if self._message is None and self.outline is not None:
             self._message = message_of(self.outline)
         return self._message
 
     def labels(self) -> tuple[np.ndarray, ...]:
         """(sample, key, str, num, unit) of every label, decoded only when asked for."""
+        if self._labels is None and self.outline is None:  # tables made without any labels
+            empty = np.zeros(0, dtype=_I64)
+            self._labels = (empty, empty, empty, empty, empty)
         if self._labels is None:
             samples = self.outline.sample  # the samples as stored: no serializing again
             if not len(LABELS_ALL["Sample"].FromString(b"".join(samples)).label.key):
@@ -238,11 +247,12 @@ def _build_tables(parsed: Any) -> Tables:
     n_func = len(fbuf)
     func_ids = pc.last_value(ff, 1, n_func)
     padded = strings + [""]  # an index outside the table reads as "" (pprof's getString)
-    cols = []
+    cols, indices = [], []
     for k in (2, 3, 4):
         idx = pc.last_value(ff, k, n_func).view(_I64)
         idx = np.where((idx >= 0) & (idx < len(strings)), idx, len(strings))
         cols.append([padded[i] for i in idx.tolist()])
+        indices.append(idx)
     names, systems, files = cols
 
     return Tables(
@@ -260,6 +270,7 @@ def _build_tables(parsed: Any) -> Tables:
         line_off=line_off,
         func_name=demangled_names(names, systems),
         func_names=(names, systems, files),
+        func_strings=np.stack(indices, axis=1) if n_func else np.zeros((0, 3), dtype=_I64),
         func_start=pc.last_value(ff, 5, n_func).view(_I64).tolist(),
         map_start=map_start,
         map_file=map_file,

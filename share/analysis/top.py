@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
@@ -24,6 +25,7 @@ class Top:
     orig_count: int
     dropped_nodes: int
     node_cutoff_label: int  # the value named in "Dropped N nodes (cum <= X)"
+    nodes: np.ndarray  # the graph node of each row
 
 
 def top(
@@ -70,6 +72,7 @@ def top(
         orig_count=orig_count,
         dropped_nodes=dropped,
         node_cutoff_label=abs64(go_int64(float(g.total) * node_fraction)),
+        nodes=nodes,
     )
 
 
@@ -174,3 +177,25 @@ def _inline_marks(g: Graph, shown: list[int] | None, edge_cutoff: int) -> dict[i
         n: "(partial-inline)" if plain_in[n] else "(inline)"
         for n in np.flatnonzero(inline_in).tolist()
     }
+
+
+def columns(t: Top) -> dict[str, list[Any]]:
+    """The rows by column, as the top JSON serves them (percentages of the total, as pprof's:
+    |value / total|, 0 when the total is 0; sum% wraps as pprof's running sum)."""
+    rows = t.rows
+    return {
+        "name": rows.names,
+        "file": rows.files,
+        "inline": [i.strip("()") for i in rows.inline],
+        "flat": rows.flat.tolist(),
+        "flat_pct": _pcts(rows.flat, t.total),
+        "sum_pct": _pcts(np.cumsum(rows.flat, dtype=np.int64), t.total),
+        "cum": rows.cum.tolist(),
+        "cum_pct": _pcts(rows.cum, t.total),
+    }
+
+
+def _pcts(values: np.ndarray, total: int) -> list[float]:
+    if not total:
+        return [0.0] * len(values)
+    return (np.abs(values.astype(np.float64) / float(total)) * 100).tolist()

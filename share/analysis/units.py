@@ -70,6 +70,11 @@ def _sniff(family: int, unit: str) -> tuple[str, float] | None:
     return None
 
 
+def same_family(a: str, b: str) -> bool:
+    """Whether one unit family knows both units (measurement.compatibleValueTypes' test)."""
+    return any(_sniff(f, a) is not None and _sniff(f, b) is not None for f in range(len(_FAMILIES)))
+
+
 def scale(value: int, from_unit: str, to_unit: str) -> tuple[float, str]:
     """measurement.Scale: value converted to to_unit ("minimum"/"auto" pick a unit)."""
     if value < 0 and value != MIN64:  # Go: value < 0 && -value > 0

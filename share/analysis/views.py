@@ -4,6 +4,10 @@ summary (kind, header, heaviest functions) and the link preview PNG.
 Pure functions of parsed profiles and a view's options (options.py), shared by the compute tier
 (whose bytes the web tier caches and serves) and the CLI. VIEWS names every view; render() is
 the one entry point. VERSION is part of every cache key: bump it when a view's bytes change.
+
+profiles[0] is the profile shown; with the options diff_base or base, the others are its bases
+and the flame graph, top table and text show the diff (combine.py); a stored profile that is a
+diff shows as one too. The summary and the preview are of profiles[0] alone.
 """
 
 from __future__ import annotations
@@ -11,14 +15,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-import numpy as np
 import orjson
 
 from ..pprof import ParsedProfile
-from . import flame, preview, summary, text
+from . import combine, diffview, flame, preview, summary, text
 from .graph import Graph, graph
-from .tables import tables
-from .top import top
+from .options import diff_of
+from .tables import Tables, tables
+from .top import columns, top
 
 
 def graph_of(parsed: ParsedProfile, index: int | None) -> Graph:
@@ -26,14 +30,36 @@ def graph_of(parsed: ParsedProfile, index: int | None) -> Graph:
     return graph(tables(parsed), index)
 
 
+def _encode(doc: dict[str, Any]) -> bytes:
+    """Compact JSON, UTF-8 (orjson: 10x the standard library's speed on these number lists)."""
+    return orjson.dumps(doc)
+
+
+def shown(
+    profiles: Sequence[ParsedProfile], options: Mapping[str, Any]
+) -> tuple[combine.Shown, int | None]:
+    """What the views of profiles with these options show (a profile, or a diff), and the
+    sample type: a diff's None is the combination's default (options.parse)."""
+    mode, _, normalize = diff_of(options)
+    s = combine.shown(profiles, mode, normalize)
+    index = options.get("sample_index")
+    if mode and index is None:
+        index = s.tables.sample_index(None)
+    return s, index
+
+
 def encode(doc: dict[str, Any]) -> bytes:
     """Compact JSON, UTF-8 (the encoding of every JSON view)."""
     return orjson.dumps(doc)
 
 
-def _encode(doc: dict[str, Any]) -> bytes:
-    """Compact JSON, UTF-8 (orjson: 10x the standard library's speed on these number lists)."""
-    return orjson.dumps(doc)
+def flamegraph_doc(
+    t: Tables, index: int | None, node_fraction: float = 0.0, budget: int = flame.FLAME_NODE_BUDGET
+) -> dict[str, Any]:
+    doc = flame.flamegraph(graph(t, index), node_fraction, budget)
+    doc["diff"] = False
+    doc["warnings"] = []
+    return doc
 
 
 def flamegraph_json(
@@ -43,57 +69,68 @@ def flamegraph_json(
     budget: int = flame.FLAME_NODE_BUDGET,
 ) -> bytes:
     """The flame graph view, encoded."""
-    doc = flame.flamegraph(graph_of(parsed, index), node_fraction, budget)
-    doc["warnings"] = []
-    return _encode(doc)
+    return _encode(flamegraph_doc(tables(parsed), index, node_fraction, budget))
+
+
+def top_doc(t: Tables, index: int | None, node_count: int) -> dict[str, Any]:
+    """The top table: every row unless node_count limits them, by column (as the flame
+    graph's nodes: no dict per row to build, nor keys to repeat)."""
+    g = graph(t, index)
+    return top_doc_of(g, top(g, node_count=node_count))
+
+
+def top_doc_of(g: Graph, result: Any) -> dict[str, Any]:
+    """The top table JSON of a graph's top.Top (README); sum_pct runs in the rows' order."""
+    t = g.tables
+    return {
+        "sample_type": {"type": g.sample_type[0], "unit": g.sample_type[1]},
+        "sample_index": g.index,
+        "sample_types": [{"type": a, "unit": b} for a, b in t.sample_types],
+        "default_sample_index": t.sample_index(None),
+        "total": result.total,
+        "unit": g.sample_type[1],
+        "nodes": result.orig_count,
+        "rows": columns(result),
+        "no_samples": not bool(g.weights.any()),
+        "diff": False,
+        "warnings": [],
+    }
 
 
 def top_json(parsed: ParsedProfile, index: int | None, node_count: int) -> bytes:
-    """The top table view, encoded: every row unless node_count limits them."""
-    g = graph_of(parsed, index)
-    return _encode(top_doc(g, top(g, node_count=node_count)))
+    """The top table view, encoded."""
+    return _encode(top_doc(tables(parsed), index, node_count))
 
 
-def top_doc(g: Graph, t: Any) -> dict[str, Any]:
-    """The top table JSON of a graph's top.Top (README); sum_pct runs in the rows' order."""
-    rows = t.rows
-    # By column, as the flame graph's nodes: no dict per row to build, nor keys to repeat.
-    columns = {
-        "name": rows.names,
-        "file": rows.files,
-        "inline": [i.strip("()") for i in rows.inline],
-        "flat": rows.flat.tolist(),
-        "flat_pct": _pcts(rows.flat, t.total),
-        "sum_pct": _pcts(np.cumsum(rows.flat, dtype=np.int64), t.total),  # wraps as pprof's
-        "cum": rows.cum.tolist(),
-        "cum_pct": _pcts(rows.cum, t.total),
-    }
-    doc = {
-        "sample_type": {"type": g.sample_type[0], "unit": g.sample_type[1]},
-        "sample_index": g.index,
-        "sample_types": [{"type": a, "unit": b} for a, b in g.tables.sample_types],
-        "default_sample_index": g.tables.sample_index(None),
-        "total": t.total,
-        "unit": g.sample_type[1],
-        "nodes": t.orig_count,
-        "rows": columns,
-        "no_samples": not bool(g.weights.any()),
-        "warnings": [],
-    }
-    return doc
-
-
-def _pcts(values: np.ndarray, total: int) -> list[float]:
-    """|value / total| in percent, as pprof computes it (0 when the total is 0)."""
-    if not total:
-        return [0.0] * len(values)
-    return (np.abs(values.astype(np.float64) / float(total)) * 100).tolist()
+def top_text_of(t: Tables, index: int | None, node_count: int) -> bytes:
+    """`go tool pprof -top -nodefraction=0` as text."""
+    result = top(graph(t, index), node_count=node_count)
+    return text.top_text(
+        result.header, result.total, result.rows, orig_count=result.orig_count
+    ).encode()
 
 
 def top_text(parsed: ParsedProfile, index: int | None, node_count: int) -> bytes:
-    """`go tool pprof -top -nodefraction=0` as text."""
-    t = top(graph_of(parsed, index), node_count=node_count)
-    return text.top_text(t.header, t.total, t.rows, orig_count=t.orig_count).encode()
+    return top_text_of(tables(parsed), index, node_count)
+
+
+def _flamegraph(ps: Sequence[ParsedProfile], o: Mapping[str, Any]) -> bytes:
+    s, index = shown(ps, o)
+    if s.diff:
+        return _encode(diffview.flamegraph(s, index, o["node_fraction"], o["budget"]))
+    return _encode(flamegraph_doc(s.tables, index, o["node_fraction"], o["budget"]))
+
+
+def _top(ps: Sequence[ParsedProfile], o: Mapping[str, Any]) -> bytes:
+    s, index = shown(ps, o)
+    if s.diff:
+        return _encode(diffview.top_table(s, index, o["node_count"]))
+    return _encode(top_doc(s.tables, index, o["node_count"]))
+
+
+def _toptext(ps: Sequence[ParsedProfile], o: Mapping[str, Any]) -> bytes:
+    s, index = shown(ps, o)
+    return top_text_of(s.tables, index, o["node_count"])
 
 
 def summary_json(parsed: ParsedProfile, index: int | None) -> bytes:
@@ -105,12 +142,9 @@ VERSION = "v5"
 
 # name -> (render(profiles, options) -> bytes, mimetype); profiles[0] is the profile shown.
 VIEWS: dict[str, tuple[Callable[[Sequence[ParsedProfile], Mapping[str, Any]], bytes], str]] = {
-    "flamegraph": (
-        lambda ps, o: flamegraph_json(ps[0], o["sample_index"], o["node_fraction"], o["budget"]),
-        "application/json",
-    ),
-    "top": (lambda ps, o: top_json(ps[0], o["sample_index"], o["node_count"]), "application/json"),
-    "toptext": (lambda ps, o: top_text(ps[0], o["sample_index"], o["node_count"]), "text/plain"),
+    "flamegraph": (_flamegraph, "application/json"),
+    "top": (_top, "application/json"),
+    "toptext": (_toptext, "text/plain"),
     "summary": (lambda ps, o: summary_json(ps[0], o["sample_index"]), "application/json"),
     "preview": (lambda ps, o: preview.render(ps[0], o["sample_index"]), "image/png"),
 }

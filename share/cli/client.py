@@ -101,25 +101,32 @@ def _error_message(status: int, payload: bytes) -> str:
     return f"{first[:300]} (HTTP {status})" if first else f"HTTP {status}"
 
 
-def _multipart(data: bytes, filename: str, fields: dict[str, str]) -> tuple[str, list[bytes], int]:
-    """Content type, body pieces and total length of a multipart form with one file."""
+def _multipart(
+    files: Sequence[tuple[str, bytes]], fields: dict[str, str]
+) -> tuple[str, list[bytes], int]:
+    """Content type, body pieces and total length of a multipart form: each file a field
+    'file', in order."""
     boundary = f"pprof-share-{uuid.uuid4().hex}"
     head = b""
     for name, value in fields.items():
         head += (
             f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n{value}\r\n'
         ).encode()
-    safe_name = re.sub(r'["\r\n\\]', "_", filename) or "profile"
-    head += (
-        f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="{safe_name}"\r\n'
-        "Content-Type: application/octet-stream\r\n\r\n"
-    ).encode()
-    tail = f"\r\n--{boundary}--\r\n".encode()
-    return (
-        f"multipart/form-data; boundary={boundary}",
-        [head, data, tail],
-        len(head + tail) + len(data),
-    )
+    parts = []
+    for i, (filename, data) in enumerate(files):
+        safe_name = re.sub(r'["\r\n\\]', "_", filename) or "profile"
+        parts.append(
+            head
+            + (b"\r\n" if i else b"")
+            + (
+                f'--{boundary}\r\nContent-Disposition: form-data; name="file"; '
+                f'filename="{safe_name}"\r\nContent-Type: application/octet-stream\r\n\r\n'
+            ).encode()
+        )
+        parts.append(data)
+        head = b""
+    parts.append(f"\r\n--{boundary}--\r\n".encode())
+    return f"multipart/form-data; boundary={boundary}", parts, sum(map(len, parts))
 
 
 def _connection(url: str, timeout: float) -> http.client.HTTPConnection:
@@ -149,14 +156,39 @@ def upload(
     timeout: float = 300,
 ) -> dict[str, Any]:
     """POST one profile as a form; returns the server's JSON reply (id, url, delete_token…)."""
+    return post_files(
+        server,
+        [(filename, data)],
+        title=title,
+        expires=expires,
+        strip=strip,
+        progress=progress,
+        timeout=timeout,
+    )
+
+
+def post_files(
+    server: str,
+    files: Sequence[tuple[str, bytes]],
+    *,
+    query: str = "",
+    title: str | None = None,
+    expires: str | None = None,
+    strip: str | None = None,
+    progress: bool = True,
+    timeout: float = 300,
+) -> dict[str, Any]:
+    """POST files as one form to the server's / (with query, e.g. merge=1); its JSON reply."""
     pairs = (("title", title), ("expires", expires), ("strip", strip))
     fields = {k: v for k, v in pairs if v}
-    content_type, parts, total = _multipart(data, filename, fields)
+    content_type, parts, total = _multipart(files, fields)
     conn = _connection(server, timeout)
-    bar = Progress(filename, total) if progress else None
+    label = files[0][0] if len(files) == 1 else f"{len(files)} files"
+    bar = Progress(label, total) if progress else None
     try:
         try:
-            conn.putrequest("POST", (urlsplit(server).path.rstrip("/") or "") + "/")
+            path = (urlsplit(server).path.rstrip("/") or "") + "/" + (f"?{query}" if query else "")
+            conn.putrequest("POST", path)
             conn.putheader("Content-Type", content_type)
             conn.putheader("Content-Length", str(total))
             conn.putheader("Accept", "application/json")

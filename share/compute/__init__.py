@@ -2,7 +2,8 @@
 
 Each app instance owns a pool of compute processes (pool.ComputePool, sized by
 SHARE_ANALYSIS_WORKERS). A job goes to one process over a socket (protocol) and is answered
-there (worker): the upload's validation (ingest), or a view of stored profiles (views). Each
+there (worker): the upload's validation (ingest), a view of stored profiles (views), or a
+merge of profiles and files (merges: stored as a new upload by the core). Each
 process runs under an address-space limit (SHARE_ANALYSIS_MEMORY) and each job under a wall
 time (SHARE_ANALYSIS_SECONDS): past either the process is killed and replaced, and the caller
 gets a clear error. Processes keep recently used profiles decoded (cache, bounded by

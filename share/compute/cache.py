@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from ..analysis import combine, prof
 from ..analysis import tables as analysis_tables
 
 
@@ -40,6 +41,9 @@ def footprint(parsed: Any) -> int:
     tables = analysis_tables._CACHE.get(parsed)
     if tables is not None:
         total += _arrays_bytes(tables, seen)
+    for derived in (prof._CACHE.get(parsed), combine._COMPACT.get(parsed)):  # diffs' columns
+        if derived is not None:
+            total += _arrays_bytes(derived, seen)
     return total
 
 

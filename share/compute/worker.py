@@ -23,15 +23,17 @@ import traceback
 from typing import Any
 
 from .. import pprof
-from ..analysis import views
-from ..errors import NotFound, ShareError
+from ..analysis import combine, views
+from ..errors import NotFound, ShareError, TooLarge
 from ..pprof import scan
+from ..pprof.inflate import human_size
 from ..store import blobs
 from . import protocol
 from .cache import ProfileCache, footprint
 from .ingest import ingest
 
 VIEW_GZIP_LEVEL = 6  # paid once per view; level 9 took 3-6x as long for 3-17% fewer bytes
+MERGE_GZIP_LEVEL = 1  # a merge is stored as go tool pprof -proto writes it: gzip BestSpeed
 
 
 def log(line: str) -> None:
@@ -94,6 +96,8 @@ class Worker:
             for pid, parsed in zip([job["pid"], *job.get("bases", [])], profiles, strict=True):
                 self.cache.resize(pid, footprint(parsed))
             return gzip.compress(body, compresslevel=VIEW_GZIP_LEVEL, mtime=0)
+        if op == "merge":
+            return self.merge(job)
         if op == "ping":
             return {"pid": os.getpid(), "jobs": self.jobs, "warm": self.cache.keys()}
         if op == "sleep":  # for tests: a job that takes as long as asked
@@ -102,6 +106,34 @@ class Worker:
         if op == "allocate":  # for tests: a job that needs this much memory
             return len(bytearray(job["bytes"]))
         raise ValueError(f"unknown job {op!r}")
+
+    def merge(self, job: dict[str, Any]) -> bytes:
+        """Stored profiles (ids) and files ((name, bytes)) merged as `go tool pprof -proto`
+        merges them, gzip-compressed as it writes them; their total size held to max_bytes."""
+        limits = pprof.Limits(**job["limits"])
+        profiles, total = [], 0
+        for part in job["parts"]:
+            if isinstance(part, str):
+                parsed = self.profile(part, job)
+            else:
+                name, data = part
+                self.progress(f"decoding {name}")
+                try:
+                    parsed = pprof.parse(
+                        data, max_profile_bytes=job["max_profile_bytes"], limits=limits
+                    )
+                except ShareError as exc:
+                    raise type(exc)(f"{name}: {exc.message}", exc.code) from None
+            total += len(parsed.raw)
+            if total > job["max_bytes"]:
+                raise TooLarge(
+                    f"a merge of {human_size(total)} or more of profiles (decompressed) is over "
+                    f"the limit of {human_size(job['max_bytes'])} (SHARE_MERGE_MAX_BYTES)"
+                )
+            profiles.append(parsed)
+        self.progress("merging")
+        raw = combine.merged_profile(profiles, job["comment"])
+        return gzip.compress(raw, compresslevel=MERGE_GZIP_LEVEL, mtime=0)
 
     def serve(self, listener: socket.socket) -> None:
         """Answer one connection's job at a time until the supervisor goes away (stdin, a

@@ -10,12 +10,12 @@ from flask import Response, current_app, jsonify, redirect, request
 from werkzeug.routing import BaseConverter
 
 from .. import pprof
-from ..analysis import kind
+from ..analysis import kind, options
 from ..core import Share, Upload
 from ..errors import ShareError
 from ..store.meta import Record
 from . import limits
-from .errors import wants_html, wants_json
+from .errors import accepts_json, wants_html, wants_json
 
 TOKEN_COOKIE = "share_token_{}"
 
@@ -99,7 +99,12 @@ def _strip_choice() -> pprof.StripSpec:
     return pprof.parse_spec(*values)
 
 
-def _reply(upload: Upload, title: str = "", spec: pprof.StripSpec | None = None) -> Response:
+def _reply(
+    upload: Upload,
+    title: str = "",
+    spec: pprof.StripSpec | None = None,
+    as_json: bool | None = None,
+) -> Response:
     """The link as text for curl, JSON on request, a redirect for a browser's form post."""
     record = upload.record
     body = record_json(record)
@@ -112,7 +117,7 @@ def _reply(upload: Upload, title: str = "", spec: pprof.StripSpec | None = None)
     if upload.delete_token:
         body["delete_token"] = upload.delete_token
     status = 201 if upload.created else 200
-    if wants_json():
+    if wants_json() if as_json is None else as_json:
         response = jsonify(body)
         response.status_code = status
     elif wants_html() and request.mimetype == "multipart/form-data":
@@ -149,8 +154,11 @@ def _admit_upload() -> None:
 
 
 def upload_post() -> Response:
-    """curl -F file=@p.pb.gz, curl --data-binary @p.pb.gz, a browser form or drop."""
+    """curl -F file=@p.pb.gz, curl --data-binary @p.pb.gz, a browser form or drop;
+    with ?merge=1, the form's files merged into one profile."""
     _admit_upload()
+    if request.args.get("merge", "") not in ("", "0"):
+        return _merge_files()
     if request.mimetype == "multipart/form-data":
         files = [f for f in request.files.getlist("file") if f.filename or f.content_length]
         if not files:
@@ -166,6 +174,38 @@ def upload_post() -> Response:
     spec = _strip_choice()
     upload = share().upload(data, title=title, expires=_expiry_choice(), strip=spec)
     return _reply(upload, title, spec)
+
+
+def _merge_files() -> Response:
+    """curl -F file=@a.pb.gz -F file=@b.pb.gz 'HOST/?merge=1': one new profile of them all."""
+    files = request.files.getlist("file") if request.mimetype == "multipart/form-data" else []
+    if not files:
+        raise ShareError(
+            "a merge takes the files as a form, each in a field 'file': "
+            "curl -F file=@a.pb.gz -F file=@b.pb.gz 'HOST/?merge=1'"
+        )
+    sources = [(f.filename or "", f.read()) for f in files]
+    limits.charge_upload_bytes(sum(len(data) for _, data in sources))
+    title = request.form.get("title", "")
+    return _reply(share().merge(sources, title=title, expires=_expiry_choice()), title)
+
+
+def merge() -> Response:
+    """POST /api/v1/merge {"profiles": ["ID or link", ...], "title"?, "expires"?}: the stored
+    profiles merged into a new one, answered as an upload (the link; JSON on request)."""
+    _admit_upload()
+    body = request.get_json(silent=True)
+    refs = body.get("profiles") if isinstance(body, dict) else None
+    if not isinstance(refs, list) or not all(isinstance(r, str) for r in refs):
+        raise ShareError('send JSON {"profiles": ["<id or link>", ...]} to merge stored profiles')
+    try:
+        ids = [options.profile_ref(r) for r in refs]
+    except options.OptionError as exc:
+        raise ShareError(f"profiles: {exc}") from None
+    title = body.get("title") if isinstance(body.get("title"), str) else ""
+    expires = body.get("expires") if isinstance(body.get("expires"), str) else None
+    upload = share().merge(ids, title=title, expires=expires or _expiry_choice())
+    return _reply(upload, title, as_json=accepts_json())
 
 
 def upload_put(filename: str) -> Response:

@@ -14,8 +14,11 @@ from ..errors import ShareError
 
 def wants_json() -> bool:
     """JSON for API paths and for clients that prefer it over HTML and text."""
-    if request.path.startswith("/api/"):
-        return True
+    return request.path.startswith("/api/") or accepts_json()
+
+
+def accepts_json() -> bool:
+    """The client prefers JSON over HTML and text (Accept: application/json)."""
     best = request.accept_mimetypes.best_match(["text/plain", "application/json", "text/html"])
     return best == "application/json" and request.accept_mimetypes["application/json"] > 0
 

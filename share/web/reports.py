@@ -36,8 +36,10 @@ def _options(pid: str, name: str, args: Mapping[str, str] | None = None) -> dict
 
 
 def computed(pid: str, name: str, args: Mapping[str, str]) -> bytes:
-    """View `name` of profile pid with the options of query args, gzip-compressed as cached."""
-    return share().view(pid, name, _options(pid, name, args))
+    """View `name` of profile pid with the options of query args, gzip-compressed as cached;
+    a diff's options name its bases, which the view reads too."""
+    opts = _options(pid, name, args)
+    return share().view(pid, name, opts, tuple(options.bases(opts)))
 
 
 def summary_of(
@@ -56,16 +58,14 @@ def summary_of(
 def view(pid: str, name: str, warnings: bool = False) -> Response:
     """View `name` of profile pid, with the request's options (and pprof's warnings as
     headers, for the text views)."""
-    response = send(share().view(pid, name, _options(pid, name)), views.mimetype(name))
+    response = send(computed(pid, name, request.args), views.mimetype(name))
     for header, value in HEADERS.get(name, {}).items():
         response.headers[header] = value
     if warnings:
         args = dict(request.args.items())
         if name == "tagstext":
             args["labels"] = "t"
-        lines = json.loads(
-            gzip.decompress(share().view(pid, "warnings", _options(pid, "warnings", args)))
-        )
+        lines = json.loads(gzip.decompress(computed(pid, "warnings", args)))
         for line in lines["warnings"]:
             response.headers.add("X-Pprof-Warning", json.dumps(line)[1:-1])  # ASCII, one line
     return response

@@ -47,10 +47,17 @@ ROUTES: list[tuple[str, list[str], Callable[..., object]]] = [
     ("/healthz", GET, ops.healthz),
     ("/readyz", GET, ops.readyz),
     ("/metrics", GET, ops.metrics_page),
+    # combining: merges stored as new profiles (POST /?merge=1 takes files: upload_post)
+    ("/api/v1/merge", POST, api.merge),
 ]
 
 # Views under a per-address rate limit (web.limits), by the limit's scope.
-LIMITED = {api.upload_post: "uploads", api.upload_put: "uploads", api.delete: "deletes"}
+LIMITED = {
+    api.upload_post: "uploads",
+    api.upload_put: "uploads",
+    api.merge: "uploads",  # a merge is stored as an upload
+    api.delete: "deletes",
+}
 
 
 def register(app: Flask) -> None:

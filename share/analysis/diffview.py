@@ -1,0 +1,127 @@
+"""The views of a diff: the differential flame graph and the top table with both sides.
+
+pprof's own numbers are kept as they are: every node's signed value (new less base) and the
+top rows in pprof's order (|flat| first) with pprof's total. Beside them come the two sides,
+`before` (the base, in its own sign) and `after`, per node and per row. A frame's width is
+before + after, as pprof's newer flame graph (stacks view) and Grafana draw it, so a frame that
+vanished or appeared still has the width it had on the side where it ran, and a parent is never
+narrower than its children; the node budget and node fraction weigh nodes by that width.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from . import flame
+from .combine import Shown
+from .graph import Graph, graph, node_sums
+from .top import columns, top
+from .units import wrap64
+
+_I64 = np.int64
+
+
+def _sides(s: Shown, g: Graph) -> tuple[np.ndarray, np.ndarray]:
+    """Per-sample before and after of the graph's sample type (zeros without one)."""
+    assert s.before is not None and s.after is not None
+    if g.index is None:
+        zero = np.zeros(s.tables.n_samples, dtype=_I64)
+        return zero, zero
+    return s.before[:, g.index], s.after[:, g.index]
+
+
+def _side_sums(s: Shown, g: Graph) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...]]:
+    """graph.node_sums of each side (per stack, flat, cum), kept with the diff: its flame
+    graph and top table ask for the same."""
+    found = s.sums.get(g.index)
+    if found is None:
+        before, after = _sides(s, g)
+        found = s.sums[g.index] = (node_sums(g.stacks, before), node_sums(g.stacks, after))
+    return found
+
+
+def _header(s: Shown, g: Graph, before: np.ndarray, after: np.ndarray) -> dict[str, Any]:
+    t = s.tables
+    return {
+        "sample_type": {"type": g.sample_type[0], "unit": g.sample_type[1]},
+        "sample_index": g.index,
+        "sample_types": [{"type": a, "unit": b} for a, b in t.sample_types],
+        "default_sample_index": t.sample_index(None),
+        "total": g.total,
+        "unit": g.sample_type[1],
+        "no_samples": not (bool(before.any()) or bool(after.any())),  # on either side
+        "diff": True,
+        "diff_mode": s.mode,
+        "normalize": s.normalize,
+        "before_total": int(before.sum(dtype=_I64)),
+        "after_total": int(after.sum(dtype=_I64)),
+    }
+
+
+def flamegraph(s: Shown, index: int | None, node_fraction: float, budget: int) -> dict[str, Any]:
+    """The differential flame graph JSON (README "Diffs")."""
+    g = graph(s.tables, index)
+    before, after = _sides(s, g)
+    st = g.stacks
+    (before_s, _, _), (after_s, _, _) = _side_sums(s, g)
+    width = np.abs(before_s) + np.abs(after_s)
+    root_width = int(width.sum(dtype=_I64))
+    t, order, names, files, name_index = flame.layout(
+        st, width, root_width, node_fraction, budget, track=True
+    )
+    # The sides summed over the same tree; pprof's signed values are after - before, stack by
+    # stack (the merge summed the same int64s), so the tree's are too.
+    cum, own, hidden = flame.sums(t, np.column_stack((before_s, after_s)))
+    value, own = cum[order], own[order]
+    doc = _header(s, g, before, after)
+    doc.update(
+        {
+            "width_total": root_width,
+            "names": names,
+            "files": files,
+            "nodes": {
+                "name": name_index.tolist(),
+                "depth": t.depth[order].tolist(),
+                "value": (value[:, 1] - value[:, 0]).tolist(),
+                "self": (own[:, 1] - own[:, 0]).tolist(),
+                "before": value[:, 0].tolist(),
+                "after": value[:, 1].tolist(),
+                "before_self": own[:, 0].tolist(),
+                "after_self": own[:, 1].tolist(),
+            },
+            "trimmed": {
+                "nodes": t.hidden_nodes,
+                "value": wrap64(int(hidden[1]) - int(hidden[0])),
+                "max": t.hidden_max,
+                "width": t.hidden_value,
+                "before": int(hidden[0]),
+                "after": int(hidden[1]),
+                "node_fraction": node_fraction,
+                "budget": budget,
+            },
+        }
+    )
+    return doc
+
+
+def top_table(s: Shown, index: int | None, node_count: int) -> dict[str, Any]:
+    """The diff top table JSON: pprof's rows and order, with both sides' flat and cum."""
+    g = graph(s.tables, index)
+    before, after = _sides(s, g)
+    t = top(g, node_count=node_count)
+    (_, before_flat, before_cum), (_, after_flat, after_cum) = _side_sums(s, g)
+    rows = columns(t)
+    nodes = t.nodes
+    rows.update(
+        {
+            "before_flat": before_flat[nodes].tolist(),
+            "after_flat": after_flat[nodes].tolist(),
+            "before_cum": before_cum[nodes].tolist(),
+            "after_cum": after_cum[nodes].tolist(),
+        }
+    )
+    doc = _header(s, g, before, after)
+    doc.update({"nodes": t.orig_count, "rows": rows})
+    return doc

@@ -115,6 +115,9 @@ class Supervisor:
         self.procs[i] = subprocess.Popen(
             [sys.executable, "-m", "share.compute.worker", socket_path(str(self._directory), i)],
             stdin=subprocess.PIPE, env=self._env,
+            # Out of the terminal's process group: Ctrl+C or a group SIGTERM reaches the server,
+            # which stops them itself (and they end with its pipe, however it ends).
+            start_new_session=True,
         )  # fmt: skip
         self.started[i] += 1
 

@@ -63,7 +63,9 @@ const MIN_PX = 0.5;
 
 export class FlameGraph {
   constructor(opts) {
-    Object.assign(this, opts); // canvas, scroller, spacer, tooltip, onZoom
+    // canvas, scroller, spacer, tooltip, onZoom; inverted: root at the bottom (a sandwich's
+    // callers); rootLabel: the root frame's label ("all")
+    Object.assign(this, opts);
     this.ctx = this.canvas.getContext("2d");
     this.data = null;
     this.zoom = 0;
@@ -228,6 +230,7 @@ export class FlameGraph {
     this.viewH = view;
     this.scroller.style.height = view + "px";
     this.spacer.style.height = total - view + "px";
+    if (this.inverted) this.scroller.scrollTop = this.scroller.scrollHeight;
     this.draw();
     if (this.onZoom) this.onZoom(z);
   }
@@ -267,7 +270,7 @@ export class FlameGraph {
     const pal = this.palette;
     for (let k = 0; k < d.count; k++) {
       const i = d.order[k];
-      const row = d.depth[i];
+      const row = this.inverted ? d.rows - 1 - d.depth[i] : d.depth[i];
       if (row < firstRow || row > lastRow) continue;
       const x = d.x[i] * cssW;
       const w = d.w[i] * cssW;
@@ -284,7 +287,7 @@ export class FlameGraph {
       }
       const room = Math.floor((w - 6) / this.charW);
       if (room >= 3) {
-        const label = i === 0 ? "all" : d.names[nameIdx];
+        const label = i === 0 ? this.rootLabel ?? "all" : d.names[nameIdx];
         const text = label.length > room ? label.slice(0, room - 1) + "…" : label;
         ctx.fillStyle = hit ? pal.text : pal.textDim;
         ctx.fillText(text, x + 3, y + ROW / 2);
@@ -297,7 +300,8 @@ export class FlameGraph {
   nodeAtPoint(px, py) {
     const d = this.data;
     if (!d) return -1;
-    const row = Math.floor((py + this.scroller.scrollTop) / ROW);
+    const shownRow = Math.floor((py + this.scroller.scrollTop) / ROW);
+    const row = this.inverted ? d.rows - 1 - shownRow : shownRow;
     const fx = px / this.width;
     let at = 0;
     if (d.shown[0] !== d.gen) return -1;
@@ -331,7 +335,7 @@ export class FlameGraph {
     const d = this.data;
     const tip = this.tooltip;
     const field = (f) => tip.querySelector(`[data-field="${f}"]`);
-    const name = i === 0 ? "all" : d.names[d.name[i]];
+    const name = i === 0 ? this.rootLabel ?? "all" : d.names[d.name[i]];
     field("name").textContent = name;
     field("file").textContent = d.files[d.name[i]] || "";
     field("value").textContent =

@@ -1,16 +1,23 @@
-// The profile page: flame graph on a canvas, top table, sample type selector, metadata.
-// Everything from the profile (names, files, comments, mappings) is data: it reaches the page
+// The profile page's wiring: the views (flame graph, top, call graph, peek, labels), the refine
+// bar, the sample type selector and the URL that carries all of it (see viewer.state.js).
+// Everything from the profile (names, files, labels, comments) is data: it reaches the page
 // through textContent, attribute values and canvas fillText only, never through innerHTML.
-import { FlameGraph } from "./viewer.flame.js";
-import { formatPct, formatRemaining, formatTime, formatValue } from "./viewer.format.js";
+import { cached, getJSON, getText } from "./viewer.api.js";
+import { FlameView } from "./viewer.flameview.js";
+import { formatPct, formatValue } from "./viewer.format.js";
+import { GraphView } from "./viewer.graph.js";
+import { showTypeHint } from "./viewer.hint.js";
+import { LabelsPanel } from "./viewer.labels.js";
+import { openMenu } from "./viewer.menu.js";
+import { renderMeta, setupWaysOut } from "./viewer.meta.js";
+import { PeekView } from "./viewer.peek.js";
 import { watchProgress } from "./viewer.progress.js";
+import { addedValue, FRAME_FILTERS, RefineBar, VIEWS } from "./viewer.refine.js";
+import * as url from "./viewer.state.js";
+import { TopTable } from "./viewer.top.js";
 
 const root = document.getElementById("viewer");
 const $ = (id) => document.getElementById(id);
-
-// ---------------------------------------------------------------------------------------------
-// Page state, kept in the URL fragment: #si=<sample type>&q=<search>&zoom=<names joined by ;>
-
 const dom = {
   select: $("sample-type"),
   total: $("total"),
@@ -21,71 +28,90 @@ const dom = {
   flame: $("flame"),
   empty: $("no-samples"),
   emptyType: $("no-samples-type"),
-  crumbs: $("breadcrumb"),
   search: $("search"),
-  share: $("search-share"),
   top: $("top"),
-  topBody: $("top-table").tBodies[0],
-  topHead: $("top-table").tHead,
   topFilter: $("top-filter"),
-  topCount: $("top-count"),
-  meta: $("meta-list"),
+  sections: { flame: $("flame"), top: $("top"), graph: $("graph"), peek: $("peek"), labels: $("labels") },
 };
 
 const state = {
   types: [],
   si: -1, // index of the shown sample type
   q: "",
-  zoomPath: [],
+  fn: "", // the selected function
+  view: "flame",
+  full: false, // every frame, not only the server's node budget
   fg: null,
-  top: null,
-  sortKey: "flat",
-  sortDesc: true,
-  full: false, // every frame, not only those over the server's node fraction
+  warnings: { base: [], view: [] },
 };
-const cache = new Map(); // request URL -> Promise of its JSON
 
-const graph = new FlameGraph({
-  canvas: $("fg-canvas"),
-  scroller: $("fg-scroll"),
-  spacer: $("fg-spacer"),
-  tooltip: $("tooltip"),
-  onZoom: (z) => {
-    state.zoomPath = graph.pathOf(z);
-    renderCrumbs(z);
-    saveUrl();
+const flame = new FlameView(
+  {
+    canvas: $("fg-canvas"), scroller: $("fg-scroll"), spacer: $("fg-spacer"), tooltip: $("tooltip"),
+    crumbs: $("breadcrumb"), share: $("search-share"), root,
+  },
+  {
+    zoomUrl: (path) => url.apiUrl(root.dataset.flamegraphUrl, { si: siArg(), zoom: JSON.stringify(path) }),
+    onZoomPath: () => saveUrl(),
+    onPick: (name) => select(name),
+    onMenu: (name, file, x, y) => frameMenu(name, file, x, y),
+    onDetail: () => showTrimNote(),
+    onError: (err) => refine.showNotes([], err.message),
+  },
+);
+const top = new TopTable({
+  table: $("top-table"), filter: dom.topFilter, count: $("top-count"), more: $("top-more"),
+  onChange: () => saveUrl(),
+  onPick: (name) => {
+    // A row searches for exactly its function (a second click clears), and selects it.
+    const q = url.exactRegex(name);
+    applySearch(state.q === q ? "" : q);
+    select(name);
+    if (state.q && state.view === "flame") dom.flame.scrollIntoView({ block: "nearest" });
   },
 });
+$("top-table").tBodies[0].addEventListener("contextmenu", (e) => {
+  const tr = e.target.closest("tr");
+  if (!tr) return;
+  e.preventDefault();
+  frameMenu(tr.dataset.name, tr.cells[5].title || "", e.clientX, e.clientY);
+});
+const refine = new RefineBar({
+  chips: $("chips"), granularity: $("granularity"), views: $("views"), notes: $("refine-notes"),
+  onParams: (changes) => changeParams(changes),
+  onView: (view) => setView(view),
+});
+const graphView = new GraphView({
+  box: $("graph-box"),
+  onPick: (name) => addFilter("focus", name, ""),
+  onMenu: (name, x, y) => frameMenu(name, "", x, y),
+});
+const peekView = new PeekView({
+  tables: $("peek-tables"), title: $("peek-title"), sandwich: $("sandwich"), tooltip: $("tooltip"),
+  callers: { canvas: $("sw-callers-canvas"), scroller: $("sw-callers-scroll"), spacer: $("sw-callers-spacer") },
+  callees: { canvas: $("sw-callees-canvas"), scroller: $("sw-callees-scroll"), spacer: $("sw-callees-spacer") },
+  onPick: (name) => select(name),
+  onMenu: (name, x, y) => frameMenu(name, "", x, y),
+});
+const labels = new LabelsPanel({
+  box: $("labels-box"),
+  onFilter: (param, value) => changeParams({ [param]: value }),
+  onGroup: (keys) => changeParams({ tagroot: keys.join(",") || null }),
+});
 
-function readUrl() {
-  const params = new URLSearchParams(location.hash.replace(/^#/, ""));
-  const zoom = params.get("zoom");
-  return {
-    si: params.get("si"),
-    q: params.get("q") || "",
-    zoom: zoom ? zoom.split(";") : [],
-    full: params.get("all") === "1",
-  };
-}
-
-/** Percent-encodes a fragment value but leaves the characters of function names readable. */
-function encodeValue(v) {
-  return encodeURIComponent(v).replace(/%(3B|2F|3A|28|29|2C|40|24|5B|5D|2A)/g, (m) =>
-    decodeURIComponent(m),
-  );
-}
+// ---------------------------------------------------------------------------------------------
+// The URL: server parameters in the query string, the page's own state in the fragment.
 
 function saveUrl() {
-  const parts = [];
-  if (state.si >= 0 && state.types.length) parts.push("si=" + encodeValue(siParam(state.si)));
-  if (state.q) parts.push("q=" + encodeValue(state.q));
-  if (state.zoomPath.length) parts.push("zoom=" + encodeValue(state.zoomPath.join(";")));
-  if (state.full) parts.push("all=1");
-  const hash = parts.join("&");
-  const url = location.pathname + location.search + (hash ? "#" + hash : "");
-  if (url !== location.pathname + location.search + location.hash) {
-    history.replaceState(null, "", url);
-  }
+  url.writeFragment({
+    si: state.si >= 0 && state.types.length ? siParam(state.si) : "",
+    view: state.view === "flame" ? "" : state.view,
+    q: state.q,
+    zoom: flame.graph.data ? flame.path.join(";") : "",
+    fn: state.fn,
+    ...top.urlState(),
+    all: state.full ? "1" : "",
+  });
 }
 
 /** How the API and the URL name a sample type: its name, or its index if the name is ambiguous. */
@@ -103,40 +129,121 @@ function siFromParam(param, fallback) {
   return Number.isInteger(n) && n >= 0 && n < state.types.length ? n : fallback;
 }
 
-async function getJSON(url) {
-  const res = await fetch(url, { headers: { Accept: "application/json" } });
-  let body = null;
+/** The si of API requests: null (the query's or the default) until a type is chosen. */
+const siArg = () => (state.si >= 0 && state.types.length ? siParam(state.si) : null);
+
+function granularity() {
+  return url.getParam(url.serverParams(), "granularity") || "functions";
+}
+
+/** A new set of server parameters: a history step, then every view again. */
+function changeParams(changes) {
+  url.setParams(changes);
+  paramsChanged();
+}
+
+function paramsChanged() {
+  lastQuery = url.serverParams().toString();
+  refine.render();
+  refresh({ zoomPath: flame.path }).catch(() => {});
+}
+
+function addFilter(param, name, file) {
+  const regex = url.frameRegex(name, file, granularity());
+  const current = url.getParam(url.serverParams(), param);
+  changeParams({ [param]: addedValue(param, current, regex) });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Selection, context menu, views.
+
+function select(name) {
+  state.fn = name || "";
+  top.select(state.fn);
+  saveUrl();
+  if (state.view === "peek") loadView();
+}
+
+function frameMenu(name, file, x, y) {
+  const items = FRAME_FILTERS.map(([param, label, key]) => ({
+    id: param,
+    label: `${label} this ${granularity() === "files" ? "file" : "function"}`,
+    key,
+    action: () => addFilter(param, name, file),
+  }));
+  items.push(null, {
+    id: "peek",
+    label: "Callers and callees",
+    key: "p",
+    action: () => {
+      select(name);
+      setView("peek");
+    },
+  });
+  items.push({ id: "search", label: "Search for it", action: () => applySearch(url.exactRegex(name)) });
+  openMenu(x, y, name, items);
+}
+
+function setView(view) {
+  state.view = VIEWS.includes(view) ? view : "flame";
+  refine.setView(state.view);
+  const noSamples = Boolean(state.fg && state.fg.no_samples);
+  for (const [name, section] of Object.entries(dom.sections)) {
+    const onPage = name === state.view || (name === "top" && state.view === "flame");
+    section.hidden = !onPage || (noSamples && (name === "flame" || name === "top"));
+  }
+  saveUrl();
+  return loadView();
+}
+
+let viewCall = 0;
+/** Fetches and draws the data of the graph, peek or labels view (each URL once). */
+async function loadView() {
+  const call = ++viewCall;
+  const view = state.view;
+  const si = siArg();
+  state.warnings.view = [];
   try {
-    body = await res.json();
-  } catch {
-    body = null;
+    if (view === "graph") {
+      const text = await cached(url.apiUrl(root.dataset.graphUrl, { si }), getText);
+      if (call === viewCall && graphView.text !== text) {
+        graphView.show(text);
+        graphView.text = text;
+      }
+    } else if (view === "labels") {
+      const tags = await cached(url.apiUrl(root.dataset.tagsUrl, { si }));
+      if (call !== viewCall) return;
+      const grouped = (url.getParam(url.serverParams(), "tagroot") || "").split(",").filter(Boolean);
+      labels.show(tags, grouped);
+      state.warnings.view = tags.warnings;
+    } else if (view === "peek") {
+      if (!state.fn) {
+        peekView.show(null, "Select a function: click it in the flame graph, the top table or the sandwich, or right-click it.");
+        return;
+      }
+      const peek = await cached(url.apiUrl(root.dataset.peekUrl, { si, peek: url.exactRegex(state.fn) }));
+      if (call !== viewCall) return;
+      peekView.show(peek, peek.matches.length ? state.fn : `${state.fn}: not in this view (filters or granularity)`);
+      state.warnings.view = peek.warnings;
+    }
+    if (call === viewCall) showNotes();
+  } catch (err) {
+    if (call !== viewCall) return;
+    if (view === "graph") {
+      graphView.text = null;
+      graphView.clear(err.status === 501 ? "The call graph needs Graphviz's dot on the server, which is not installed (501)." : err.message);
+    } else refine.showNotes(state.warnings.base, err.message);
+  } finally {
+    if (call === viewCall) root.dataset.view = view;
   }
-  if (!res.ok) {
-    const msg = body && body.error ? body.error.message : `${res.status} ${res.statusText}`;
-    throw new Error(msg);
-  }
-  return body;
 }
 
-function cachedJSON(url) {
-  if (!cache.has(url)) {
-    const promise = getJSON(url);
-    promise.catch(() => cache.delete(url)); // a failure may be retried
-    cache.set(url, promise);
-  }
-  return cache.get(url);
+function showNotes() {
+  refine.showNotes([...new Set([...state.warnings.base, ...state.warnings.view])]);
 }
 
-/** Promises of the flame graph and of the top table of sample type si (-1: the default). */
-function load(si) {
-  const query = (params) => (params.length ? "?" + params.join("&") : "");
-  const base = si < 0 ? [] : ["si=" + encodeURIComponent(siParam(si))];
-  const fgParams = state.full ? [...base, "nf=0"] : base;
-  return [
-    cachedJSON(root.dataset.flamegraphUrl + query(fgParams)),
-    cachedJSON(root.dataset.topUrl + query(base)),
-  ];
-}
+// ---------------------------------------------------------------------------------------------
+// Loading: the flame graph first, then the top table, then the shown view.
 
 function setStatus(text, isError) {
   dom.status.textContent = text;
@@ -144,15 +251,25 @@ function setStatus(text, isError) {
   dom.status.classList.toggle("vw-error", Boolean(isError));
 }
 
-let showing = 0; // the latest show(): an older one still waiting for its JSON gives way
+let showing = 0; // the latest refresh(): an older one still waiting for its JSON gives way
 
-/** Shows sample type si: the flame graph as soon as its JSON is in, then the top table (its
- * JSON lists every function and can be far larger, so the graph does not wait for it). */
-async function show(si, opts) {
+async function refresh(opts = {}) {
   const call = ++showing;
-  const [fgPromise, topPromise] = load(si);
+  const si = siArg();
+  const fgUrl = url.apiUrl(root.dataset.flamegraphUrl, state.full ? { si, nf: "0" } : { si });
+  const topPromise = cached(url.apiUrl(root.dataset.topUrl, { si }));
   topPromise.catch(() => {}); // reported below, once the flame graph is up
-  const fg = await fgPromise;
+  let fg;
+  try {
+    fg = await cached(fgUrl);
+  } catch (err) {
+    if (call !== showing) return;
+    // A refused filter (400): the bar stays, with pprof's message, so the filter can go.
+    refine.showNotes([], err.message);
+    for (const s of Object.values(dom.sections)) s.hidden = true;
+    root.dataset.state = "error";
+    throw err;
+  }
   if (call !== showing) return;
   if (!state.types.length) {
     state.types = fg.sample_types || [];
@@ -161,44 +278,52 @@ async function show(si, opts) {
   state.si = state.types.length ? fg.sample_index : -1;
   if (state.si >= 0) dom.select.value = String(state.si);
   state.fg = fg;
+  state.warnings.base = fg.warnings || [];
+  showNotes();
   const type = fg.sample_type;
   const typeName = type ? `${type.type || "?"}` : "";
-  dom.total.textContent = fg.no_samples
-    ? "no samples"
-    : `${formatValue(fg.total, fg.unit)}${typeName ? " " + typeName : ""}`;
+  dom.total.textContent = fg.no_samples ? "no samples" : `${formatValue(fg.total, fg.unit)}${typeName ? " " + typeName : ""}`;
   dom.total.dataset.total = String(fg.total);
   dom.empty.hidden = !fg.no_samples;
-  dom.emptyType.textContent = type ? ` of type ${typeName}` : "";
-  dom.flame.hidden = fg.no_samples;
-  dom.top.hidden = fg.no_samples;
-  dom.trimmed.hidden = fg.no_samples || (!hidesWeight(fg) && !state.full);
-  dom.trimmedText.textContent = fg.no_samples ? "" : trimNote(fg);
-  dom.detail.textContent = state.full ? "Hide small frames" : "Show every frame";
+  const filtered = (fg.filters || []).length > 0;
+  dom.emptyType.textContent = (type ? ` of type ${typeName}` : "") + (filtered ? " after the filters" : "");
+  setView(state.view);
   if (!fg.no_samples) {
     const t0 = performance.now();
-    graph.setData(fg);
-    const z = graph.nodeAt(opts.zoomPath || []);
-    applySearch(state.q, { keepUrl: true });
-    graph.setZoom(z);
+    flame.re = null;
+    flame.search(state.q); // the search of the URL: drawn with the new tree
+    flame.setBase(fg, opts.zoomPath || []);
     root.dataset.paintMs = (performance.now() - t0).toFixed(1);
     if (!root.dataset.flamePaintedAt) markFirstPaint();
-  } else {
-    state.zoomPath = [];
-    saveUrl();
   }
-  if (!state.top || state.top.sample_index !== fg.sample_index) {
-    state.top = null;
-    renderTop();
-  }
+  showTrimNote();
+  showTypeHint($("type-hint"), fg, root.dataset.summaryUrl, siParam, (i) => switchType(i));
+  top.setData(null);
   // Let the flame graph reach the screen before the top table's rows are built and laid out.
   await new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)));
-  const top = await topPromise;
+  const topDoc = await topPromise;
   if (call !== showing) return;
-  state.top = { ...top, rows: rowObjects(top.rows) };
-  renderTop();
+  top.setData(topDoc);
+  top.select(state.fn);
   root.dataset.state = "ready";
   root.dataset.sampleType = typeName;
   showHeader(fg.sample_index);
+}
+
+function showTrimNote() {
+  const fg = flame.doc;
+  const hidden = !fg || fg.no_samples || (!hidesWeight(fg) && !state.full);
+  dom.trimmed.hidden = hidden;
+  dom.trimmedText.textContent = hidden ? "" : trimNote(fg);
+  dom.detail.textContent = state.full ? "Hide small frames" : "Show every frame";
+}
+
+function switchType(si) {
+  state.si = si;
+  setStatus("Loading…");
+  refresh({ zoomPath: flame.path })
+    .then(() => setStatus(""))
+    .catch((err) => setStatus(`Could not load this sample type: ${err.message}`, true));
 }
 
 /** pprof's header lines (Type:, Duration: ... Total) follow the sample type shown. */
@@ -211,17 +336,11 @@ async function showHeader(si) {
   if (si === shown && pre.textContent.trim()) return;
   headerIndex = si;
   try {
-    const s = await cachedJSON(`${root.dataset.summaryUrl}?si=${encodeURIComponent(siParam(si))}`);
+    const s = await cached(`${root.dataset.summaryUrl}?si=${encodeURIComponent(siParam(si))}`);
     if (headerIndex === si) pre.textContent = s.header.join("\n");
   } catch {
     // the previous lines stay; the flame graph and the table are what matter
   }
-}
-
-/** The top JSON's rows come by column ({name: [...], flat: [...], ...}): one object per row. */
-function rowObjects(columns) {
-  const keys = Object.keys(columns);
-  return columns.name.map((_, i) => Object.fromEntries(keys.map((k) => [k, columns[k][i]])));
 }
 
 /** Whether the server left out frames that carry any weight (zero-valued ones draw nothing). */
@@ -235,17 +354,18 @@ function trimNote(fg) {
   const t = fg.trimmed || { nodes: 0 };
   const count = (n) => n.toLocaleString("en-US");
   const shown = fg.nodes.name.length - 1;
-  if (!hidesWeight(fg)) return `Every frame shown (${count(shown)}).`;
+  const where = fg.zoom ? "Zoomed in with a budget of its own: " : "";
+  if (!hidesWeight(fg)) return `${where}Every frame shown (${count(shown)}).`;
   const limits = [];
   if (t.budget) limits.push(`the ${count(shown)} heaviest frames`);
   if (t.node_fraction) limits.push(`frames over ${formatPct(t.node_fraction, 1)} of the total`);
-  let text = `Showing ${limits.join(" and ") || `${count(shown)} frames`}; `;
+  let text = `${where}Showing ${limits.join(" and ") || `${count(shown)} frames`}; `;
   text += `${count(t.nodes)} smaller call trees are hidden`;
   if (t.max != null) {
     text += `, each at most ${formatValue(t.max, fg.unit)}`;
     // Their width when zoomed out: under a pixel means the picture is the same without them.
     const px = fg.total ? (Math.abs(t.max) / fg.total) * $("fg-scroll").clientWidth : 0;
-    if (px < 1) text += " (under a pixel wide unzoomed)";
+    if (px < 1 && !fg.zoom) text += " (under a pixel wide unzoomed)";
   }
   return `${text}: ${formatValue(t.value, fg.unit)}, ${formatPct(t.value, fg.total)} of the total.`;
 }
@@ -277,267 +397,17 @@ function fillSelect(fg) {
   dom.select.disabled = state.types.length < 2;
 }
 
-// ---------------------------------------------------------------------------------------------
-// Search: a regular expression over function names (plain text if it does not compile).
-
-function compile(q) {
-  if (!q) return null;
-  try {
-    return new RegExp(q);
-  } catch {
-    return new RegExp(q.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
-  }
-}
-
 function applySearch(q, opts = {}) {
   state.q = q;
   if (dom.search.value !== q) dom.search.value = q;
-  const fg = state.fg;
-  if (!fg || fg.no_samples) return;
-  const matched = graph.search(compile(q));
-  if (matched == null) {
-    dom.share.textContent = "";
-    dom.share.dataset.share = "";
-  } else {
-    dom.share.textContent = `matched ${formatValue(matched, fg.unit)} · ${formatPct(matched, fg.total)} of total`;
-    dom.share.dataset.share = String(fg.total ? matched / fg.total : 0);
-  }
-  markSelectedRow();
+  flame.search(q);
   if (!opts.keepUrl) saveUrl();
 }
 
 // ---------------------------------------------------------------------------------------------
-// Breadcrumb of the zoomed frame.
+// Events.
 
-function renderCrumbs(z) {
-  const d = graph.data;
-  const chain = [];
-  for (let k = z; k >= 0; k = d.parent[k]) chain.push(k);
-  chain.reverse();
-  // Deep stacks (recursion) would make an endless bar: keep both ends.
-  const shown = chain.length > 9 ? [...chain.slice(0, 2), null, ...chain.slice(-6)] : chain;
-  const parts = [];
-  shown.forEach((k, idx) => {
-    if (idx) parts.push(Object.assign(document.createElement("span"), { textContent: "›", className: "sep" }));
-    if (k === null) {
-      parts.push(Object.assign(document.createElement("span"), { textContent: "…" }));
-      return;
-    }
-    const b = document.createElement("button");
-    b.type = "button";
-    b.className = "crumb";
-    b.textContent = k === 0 ? "all" : d.names[d.name[k]];
-    b.title = b.textContent;
-    if (k === z) b.setAttribute("aria-current", "true");
-    b.addEventListener("click", () => graph.setZoom(k));
-    parts.push(b);
-  });
-  dom.crumbs.replaceChildren(...parts);
-  dom.crumbs.dataset.depth = String(chain.length - 1);
-}
-
-// ---------------------------------------------------------------------------------------------
-// Top table.
-
-const MAX_ROWS = 500;
-
-function renderTop() {
-  const top = state.top;
-  const rows = top && top.rows ? top.rows.slice() : [];
-  const key = state.sortKey;
-  const dir = state.sortDesc ? -1 : 1;
-  rows.sort((a, b) => {
-    const av = a[key];
-    const bv = b[key];
-    if (typeof av === "string") return dir * av.localeCompare(bv);
-    return dir * (av - bv) || a.name.localeCompare(b.name);
-  });
-  // sum% is a running total of flat% down the table, as in pprof's top, whatever the order.
-  let sum = 0;
-  const withSum = rows.map((r) => {
-    sum += r.flat;
-    return { ...r, sum };
-  });
-  const filter = dom.topFilter.value.trim().toLowerCase();
-  const visible = filter ? withSum.filter((r) => r.name.toLowerCase().includes(filter)) : withSum;
-  const unit = state.fg ? state.fg.unit : "";
-  const total = top ? top.total : 0;
-  const frag = document.createDocumentFragment();
-  for (const r of visible.slice(0, MAX_ROWS)) {
-    const tr = document.createElement("tr");
-    tr.dataset.name = r.name;
-    const cells = [
-      formatValue(r.flat, unit),
-      formatPct(r.flat, total),
-      formatPct(r.sum, total),
-      formatValue(r.cum, unit),
-      formatPct(r.cum, total),
-    ];
-    for (const text of cells) {
-      const td = document.createElement("td");
-      td.className = "num";
-      td.textContent = text;
-      tr.append(td);
-    }
-    const td = document.createElement("td");
-    td.className = "name mono";
-    td.textContent = r.name;
-    if (r.file) td.title = r.file;
-    tr.append(td);
-    frag.append(tr);
-  }
-  dom.topBody.replaceChildren(frag);
-  dom.topCount.textContent = !top
-    ? "loading…"
-    : visible.length > MAX_ROWS
-      ? `first ${MAX_ROWS} of ${visible.length} functions`
-      : `${visible.length} function${visible.length === 1 ? "" : "s"}`;
-  for (const th of dom.topHead.querySelectorAll("th")) {
-    if (th.dataset.key === key) th.setAttribute("aria-sort", state.sortDesc ? "descending" : "ascending");
-    else th.removeAttribute("aria-sort");
-  }
-  markSelectedRow();
-}
-
-function exactRegex(name) {
-  return "^" + name.replace(/[.*+?^${}()|[\]\\]/g, "\\$&") + "$";
-}
-
-function markSelectedRow() {
-  const q = state.q;
-  for (const tr of dom.topBody.rows) {
-    tr.classList.toggle("selected", Boolean(q) && exactRegex(tr.dataset.name) === q);
-  }
-}
-
-dom.topHead.addEventListener("click", (e) => {
-  const th = e.target.closest("th");
-  if (!th) return;
-  const key = th.dataset.key;
-  if (state.sortKey === key) state.sortDesc = !state.sortDesc;
-  else {
-    state.sortKey = key;
-    state.sortDesc = key !== "name";
-  }
-  renderTop();
-});
-
-dom.topBody.addEventListener("click", (e) => {
-  const tr = e.target.closest("tr");
-  if (!tr) return;
-  const q = exactRegex(tr.dataset.name);
-  applySearch(state.q === q ? "" : q);
-  if (state.q) dom.flame.scrollIntoView({ block: "nearest" });
-});
-
-dom.topFilter.addEventListener("input", () => renderTop());
-
-// ---------------------------------------------------------------------------------------------
-// Metadata panel (from the record JSON).
-
-function renderMeta(rec) {
-  const m = rec.metadata || {};
-  const items = [];
-  const add = (label, value) => {
-    if (value == null || value === "" || (Array.isArray(value) && !value.length)) return;
-    items.push([label, value]);
-  };
-  const types = (rec.sample_types || []).map((t) => `${t.type}/${t.unit}`);
-  add("Sample types", types.join(", "));
-  add("Default type", rec.default_sample_type);
-  if (m.period_type && (m.period_type.type || m.period_type.unit)) {
-    add("Period type", `${m.period_type.type}/${m.period_type.unit}`);
-    add("Period", m.period ? formatValue(m.period, m.period_type.unit) : null);
-  } else if (m.period) {
-    add("Period", String(m.period));
-  }
-  add("Duration", m.duration_nanos ? formatValue(m.duration_nanos, "nanoseconds") : null);
-  add("Taken", m.time_nanos ? formatTime(m.time_nanos / 1e9) : null);
-  add("Samples", rec.n_samples != null ? String(rec.n_samples) : null);
-  if (rec.n_locations != null) add("Locations", `${rec.n_locations} (${rec.n_functions} functions)`);
-  add("Size", rec.size_bytes != null ? formatValue(rec.size_bytes, "bytes") : null);
-  add("Uploaded", formatTime(rec.created_at));
-  add("Expires", rec.expires_at ? expiresText(rec.expires_at) : "never");
-  add("Comments", m.comments);
-  add(
-    "Mappings",
-    (m.mappings || []).map((mp) => (mp.build_id ? `${mp.filename || "?"}  [${mp.build_id}]` : mp.filename || "?")),
-  );
-  add("Drop frames", m.drop_frames);
-  add("Keep frames", m.keep_frames);
-  add("Doc URL", m.doc_url);
-  const frag = document.createDocumentFragment();
-  for (const [label, value] of items) {
-    const dt = document.createElement("dt");
-    dt.textContent = label;
-    const dd = document.createElement("dd");
-    if (Array.isArray(value)) {
-      const ul = document.createElement("ul");
-      for (const v of value) {
-        const li = document.createElement("li");
-        li.className = "mono";
-        li.textContent = v;
-        ul.append(li);
-      }
-      dd.append(ul);
-    } else {
-      dd.textContent = value;
-    }
-    if (label === "Expires") dd.id = "meta-expires";
-    frag.append(dt, dd);
-  }
-  dom.meta.replaceChildren(frag);
-  // The page may stay open for hours: keep the time left true.
-  if (rec.expires_at) {
-    const timer = setInterval(() => {
-      const dd = $("meta-expires");
-      if (!dd) return clearInterval(timer);
-      dd.textContent = expiresText(rec.expires_at);
-    }, 30_000);
-  }
-}
-
-/** "in 29 days (2024-06-01 12:00:00Z)": the time left first, as that is what a reader wants. */
-function expiresText(t) {
-  return `${formatRemaining(t)} (${formatTime(t)})`;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Ways out.
-
-function setupWaysOut() {
-  const raw = new URL(root.dataset.rawUrl, location.href).href;
-  const speedscope = root.dataset.speedscopeUrl || "https://www.speedscope.app/";
-  $("speedscope-link").href = speedscope + "#profileURL=" + encodeURIComponent(raw);
-  const cmd = $("pprof-cmd");
-  const button = $("copy-cmd");
-  button.addEventListener("click", async () => {
-    let ok = false;
-    try {
-      await navigator.clipboard.writeText(cmd.value);
-      ok = true;
-    } catch {
-      // No clipboard API outside secure contexts: fall back to selecting the text.
-      cmd.select();
-      ok = document.execCommand && document.execCommand("copy");
-    }
-    button.textContent = ok ? "Copied" : "Press Ctrl+C";
-    setTimeout(() => (button.textContent = "Copy"), 1500);
-  });
-  cmd.addEventListener("focus", () => cmd.select());
-}
-
-// ---------------------------------------------------------------------------------------------
-// Wiring.
-
-dom.select.addEventListener("change", () => {
-  const si = Number(dom.select.value);
-  const path = state.zoomPath;
-  setStatus("Loading…");
-  show(si, { zoomPath: path })
-    .then(() => setStatus(""))
-    .catch((err) => setStatus(`Could not load this sample type: ${err.message}`, true));
-});
+dom.select.addEventListener("change", () => switchType(Number(dom.select.value)));
 
 let searchTimer = 0;
 dom.search.addEventListener("input", () => {
@@ -545,67 +415,101 @@ dom.search.addEventListener("input", () => {
   searchTimer = setTimeout(() => applySearch(dom.search.value), 120);
 });
 
-$("reset").addEventListener("click", () => graph.setZoom(0));
+$("reset").addEventListener("click", () => flame.graph.setZoom(0));
+$("graph-in").addEventListener("click", () => graphView.zoom(1.4));
+$("graph-out").addEventListener("click", () => graphView.zoom(1 / 1.4));
+$("graph-fit").addEventListener("click", () => graphView.fit());
 
 dom.detail.addEventListener("click", () => {
   state.full = !state.full;
   setStatus(state.full ? "Loading every frame…" : "");
-  show(state.si, { zoomPath: state.zoomPath })
+  refresh({ zoomPath: flame.path })
     .then(() => setStatus(""))
     .catch((err) => setStatus(`Could not load the frames: ${err.message}`, true));
 });
 
 document.addEventListener("keydown", (e) => {
   const typing = e.target.closest && e.target.closest("input, textarea, select");
-  if (e.key === "/" && !typing && !e.ctrlKey && !e.metaKey && !e.altKey) {
+  const plain = !typing && !e.ctrlKey && !e.metaKey && !e.altKey;
+  const filter = FRAME_FILTERS.find((f) => f[2] === e.key);
+  if (e.key === "/" && plain) {
     e.preventDefault();
     dom.search.focus();
     dom.search.select();
+  } else if (plain && filter && state.fn) {
+    addFilter(filter[0], state.fn, "");
+  } else if (plain && e.key === "p" && state.fn) {
+    setView("peek");
+  } else if (plain && /^[1-5]$/.test(e.key)) {
+    setView(VIEWS[Number(e.key) - 1]);
   } else if (e.key === "Escape" && e.target === dom.topFilter) {
     dom.topFilter.value = "";
-    renderTop();
+    top.render();
+    saveUrl();
   } else if (e.key === "Escape") {
     clearTimeout(searchTimer);
-    graph.hideTip();
-    if (e.target === dom.search) {
-      dom.search.blur();
-    }
+    flame.graph.hideTip();
+    if (e.target === dom.search) dom.search.blur();
     applySearch("");
-    if (graph.data) graph.setZoom(0);
+    if (flame.graph.data) flame.graph.setZoom(0);
   }
 });
 
-window.addEventListener("hashchange", () => {
-  const want = readUrl();
+/** The URL changed under the page (back/forward, an edited fragment): follow it. */
+function followUrl() {
+  const want = url.readFragment();
   const si = siFromParam(want.si, state.si);
-  state.q = want.q;
-  if (si !== state.si || want.full !== state.full) {
-    state.full = want.full;
-    show(si, { zoomPath: want.zoom }).catch((err) => setStatus(err.message, true));
-  } else if (graph.data) {
-    applySearch(want.q, { keepUrl: true });
-    graph.setZoom(graph.nodeAt(want.zoom));
+  const full = want.all === "1";
+  state.fn = want.fn || "";
+  top.restore(want);
+  top.render();
+  top.select(state.fn);
+  state.view = want.view || "flame";
+  if (si !== state.si || full !== state.full || url.serverParams().toString() !== lastQuery) {
+    state.si = si;
+    state.full = full;
+    state.q = want.q || "";
+    lastQuery = url.serverParams().toString();
+    refine.render();
+    refresh({ zoomPath: zoomOf(want) }).catch((err) => setStatus(err.message, true));
+  } else {
+    setView(state.view);
+    applySearch(want.q || "", { keepUrl: true });
+    if (flame.graph.data) flame.goTo(zoomOf(want));
   }
-});
+}
+let lastQuery = url.serverParams().toString();
+window.addEventListener("hashchange", followUrl);
+window.addEventListener("popstate", followUrl);
+
+const zoomOf = (frag) => (frag.zoom ? frag.zoom.split(";") : []);
 
 async function start() {
-  setupWaysOut();
-  const want = readUrl();
-  state.q = want.q;
+  setupWaysOut(root);
+  const want = url.readFragment();
+  state.q = want.q || "";
+  dom.search.value = state.q;
+  state.fn = want.fn || "";
+  state.view = VIEWS.includes(want.view) ? want.view : "flame";
+  state.full = want.all === "1";
+  top.restore(want);
+  refine.render();
+  refine.setView(state.view);
   getJSON(root.dataset.recordUrl)
     .then(renderMeta)
     .catch((err) => {
-      dom.meta.replaceChildren(Object.assign(document.createElement("dd"), { textContent: err.message }));
+      $("meta-list").replaceChildren(Object.assign(document.createElement("dd"), { textContent: err.message }));
     });
   const stopProgress = watchProgress(dom.status, root.dataset.recordUrl + "/progress");
   try {
     // The default view first: it names the sample types the URL's si refers to.
-    state.full = want.full;
-    const fg = await load(-1)[0].finally(stopProgress);
+    const base = url.apiUrl(root.dataset.flamegraphUrl, state.full ? { nf: "0" } : {});
+    const fg = await cached(base).finally(stopProgress);
     state.types = fg.sample_types || [];
     fillSelect(fg);
     const si = siFromParam(want.si, fg.sample_index);
-    await show(si === fg.sample_index ? -1 : si, { zoomPath: want.zoom });
+    state.si = si === fg.sample_index && want.si == null ? -1 : si;
+    await refresh({ zoomPath: zoomOf(want) });
     setStatus("");
   } catch (err) {
     setStatus(`Could not load this profile: ${err.message}`, true);

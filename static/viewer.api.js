@@ -1,0 +1,43 @@
+// Requests of the profile page: JSON with the server's message on failure, cached per URL.
+
+/** An error the server answered (its message, and the HTTP status). */
+export class ApiError extends Error {
+  constructor(message, status) {
+    super(message);
+    this.status = status;
+  }
+}
+
+export async function getJSON(url) {
+  const res = await fetch(url, { headers: { Accept: "application/json" } });
+  let body = null;
+  try {
+    body = await res.json();
+  } catch {
+    body = null;
+  }
+  if (!res.ok) {
+    const msg = body && body.error ? body.error.message : `${res.status} ${res.statusText}`;
+    throw new ApiError(msg, res.status);
+  }
+  return body;
+}
+
+/** Text of a response (an SVG), the server's plain-text line on failure. */
+export async function getText(url) {
+  const res = await fetch(url);
+  const text = await res.text();
+  if (!res.ok) throw new ApiError(text.trim() || `${res.status} ${res.statusText}`, res.status);
+  return text;
+}
+
+const cache = new Map(); // request URL -> Promise of its body
+
+export function cached(url, get = getJSON) {
+  if (!cache.has(url)) {
+    const promise = get(url);
+    promise.catch(() => cache.delete(url)); // a failure may be retried
+    cache.set(url, promise);
+  }
+  return cache.get(url);
+}

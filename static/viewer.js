@@ -190,7 +190,10 @@ function setView(view) {
   const noSamples = Boolean(state.fg && state.fg.no_samples);
   for (const [name, section] of Object.entries(dom.sections)) {
     const onPage = name === state.view || (name === "top" && state.view === "flame");
+    const wasHidden = section.hidden;
     section.hidden = !onPage || (noSamples && (name === "flame" || name === "top"));
+    // A tree set while its section was hidden was not laid out: lay it out now it shows.
+    if (name === "flame" && wasHidden && !section.hidden && flame.graph.data) flame.graph.relayout();
   }
   saveUrl();
   return loadView();
@@ -234,7 +237,8 @@ async function loadView() {
       graphView.clear(err.status === 501 ? "The call graph needs Graphviz's dot on the server, which is not installed (501)." : err.message);
     } else refine.showNotes(state.warnings.base, err.message);
   } finally {
-    if (call === viewCall) root.dataset.view = view;
+    // What tests wait for: this view drawn for these server parameters.
+    if (call === viewCall) root.dataset.viewLoaded = `${view}${location.search}`;
   }
 }
 
@@ -306,6 +310,7 @@ async function refresh(opts = {}) {
   top.setData(topDoc);
   top.select(state.fn);
   root.dataset.state = "ready";
+  root.dataset.loaded = location.search;
   root.dataset.sampleType = typeName;
   showHeader(fg.sample_index);
 }
@@ -512,7 +517,12 @@ async function start() {
     await refresh({ zoomPath: zoomOf(want) });
     setStatus("");
   } catch (err) {
-    setStatus(`Could not load this profile: ${err.message}`, true);
+    if (err.status === 400) {
+      // A parameter pprof refuses: its line, and the chips to take it off.
+      refine.showNotes([], err.message);
+      setStatus("");
+      for (const section of Object.values(dom.sections)) section.hidden = true;
+    } else setStatus(`Could not load this profile: ${err.message}`, true);
     root.dataset.state = "error";
   }
 }

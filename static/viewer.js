@@ -15,6 +15,7 @@ import { watchProgress } from "./viewer.progress.js";
 import { addedValue, FRAME_FILTERS, RefineBar, VIEWS } from "./viewer.refine.js";
 import * as url from "./viewer.state.js";
 import { TopTable } from "./viewer.top.js";
+import { hidesWeight, markFirstPaint, trimNote } from "./viewer.trim.js";
 
 const root = document.getElementById("viewer");
 const $ = (id) => document.getElementById(id);
@@ -298,7 +299,7 @@ async function refresh(opts = {}) {
     flame.search(state.q); // the search of the URL: drawn with the new tree
     flame.setBase(fg, opts.zoomPath || []);
     root.dataset.paintMs = (performance.now() - t0).toFixed(1);
-    if (!root.dataset.flamePaintedAt) markFirstPaint();
+    if (!root.dataset.flamePaintedAt) markFirstPaint(root);
   }
   showTrimNote();
   showTypeHint($("type-hint"), fg, root.dataset.summaryUrl, siParam, (i) => switchType(i));
@@ -319,7 +320,7 @@ function showTrimNote() {
   const fg = flame.doc;
   const hidden = !fg || fg.no_samples || (!hidesWeight(fg) && !state.full);
   dom.trimmed.hidden = hidden;
-  dom.trimmedText.textContent = hidden ? "" : trimNote(fg);
+  dom.trimmedText.textContent = hidden ? "" : trimNote(fg, $("fg-scroll").clientWidth);
   dom.detail.textContent = state.full ? "Hide small frames" : "Show every frame";
 }
 
@@ -346,47 +347,6 @@ async function showHeader(si) {
   } catch {
     // the previous lines stay; the flame graph and the table are what matter
   }
-}
-
-/** Whether the server left out frames that carry any weight (zero-valued ones draw nothing). */
-function hidesWeight(fg) {
-  const t = fg.trimmed || { nodes: 0 };
-  return Boolean(t.nodes && (t.value || t.max));
-}
-
-/** What the server left out of the flame graph (fg.trimmed), and why it hardly shows. */
-function trimNote(fg) {
-  const t = fg.trimmed || { nodes: 0 };
-  const count = (n) => n.toLocaleString("en-US");
-  const shown = fg.nodes.name.length - 1;
-  const where = fg.zoom ? "Zoomed in with a budget of its own: " : "";
-  if (!hidesWeight(fg)) return `${where}Every frame shown (${count(shown)}).`;
-  const limits = [];
-  if (t.budget) limits.push(`the ${count(shown)} heaviest frames`);
-  if (t.node_fraction) limits.push(`frames over ${formatPct(t.node_fraction, 1)} of the total`);
-  let text = `${where}Showing ${limits.join(" and ") || `${count(shown)} frames`}; `;
-  text += `${count(t.nodes)} smaller call trees are hidden`;
-  if (t.max != null) {
-    text += `, each at most ${formatValue(t.max, fg.unit)}`;
-    // Their width when zoomed out: under a pixel means the picture is the same without them.
-    const px = fg.total ? (Math.abs(t.max) / fg.total) * $("fg-scroll").clientWidth : 0;
-    if (px < 1 && !fg.zoom) text += " (under a pixel wide unzoomed)";
-  }
-  return `${text}: ${formatValue(t.value, fg.unit)}, ${formatPct(t.value, fg.total)} of the total.`;
-}
-
-/** Marks the flame graph's first paint for bench/paint.py (times from navigation start). */
-function markFirstPaint() {
-  performance.mark("flame-drawn");
-  root.dataset.flamePaintedAt = "pending";
-  // The canvas was drawn synchronously; it is on screen once the next frame has been produced,
-  // which is when a task queued from that frame's animation callback runs.
-  requestAnimationFrame(() =>
-    setTimeout(() => {
-      const mark = performance.mark("flame-painted");
-      root.dataset.flamePaintedAt = mark.startTime.toFixed(1);
-    }, 0),
-  );
 }
 
 function fillSelect(fg) {

@@ -1,0 +1,44 @@
+// What the flame graph's JSON says about itself: what the server's budget left out (the note
+// above the canvas), and the paint marks bench/paint.py reads.
+import { formatPct, formatValue } from "./viewer.format.js";
+
+/** Whether the server left out frames that carry any weight (zero-valued ones draw nothing). */
+export function hidesWeight(fg) {
+  const t = fg.trimmed || { nodes: 0 };
+  return Boolean(t.nodes && (t.value || t.max));
+}
+
+/** What the server left out of the flame graph (fg.trimmed), and why it hardly shows. */
+export function trimNote(fg, width) {
+  const t = fg.trimmed || { nodes: 0 };
+  const count = (n) => n.toLocaleString("en-US");
+  const shown = fg.nodes.name.length - 1;
+  const where = fg.zoom ? "Zoomed in with a budget of its own: " : "";
+  if (!hidesWeight(fg)) return `${where}Every frame shown (${count(shown)}).`;
+  const limits = [];
+  if (t.budget) limits.push(`the ${count(shown)} heaviest frames`);
+  if (t.node_fraction) limits.push(`frames over ${formatPct(t.node_fraction, 1)} of the total`);
+  let text = `${where}Showing ${limits.join(" and ") || `${count(shown)} frames`}; `;
+  text += `${count(t.nodes)} smaller call trees are hidden`;
+  if (t.max != null) {
+    text += `, each at most ${formatValue(t.max, fg.unit)}`;
+    // Their width when zoomed out: under a pixel means the picture is the same without them.
+    const px = fg.total ? (Math.abs(t.max) / fg.total) * width : 0;
+    if (px < 1 && !fg.zoom) text += " (under a pixel wide unzoomed)";
+  }
+  return `${text}: ${formatValue(t.value, fg.unit)}, ${formatPct(t.value, fg.total)} of the total.`;
+}
+
+/** Marks the flame graph's first paint for bench/paint.py (times from navigation start). */
+export function markFirstPaint(root) {
+  performance.mark("flame-drawn");
+  root.dataset.flamePaintedAt = "pending";
+  // The canvas was drawn synchronously; it is on screen once the next frame has been produced,
+  // which is when a task queued from that frame's animation callback runs.
+  requestAnimationFrame(() =>
+    setTimeout(() => {
+      const mark = performance.mark("flame-painted");
+      root.dataset.flamePaintedAt = mark.startTime.toFixed(1);
+    }, 0),
+  );
+}

@@ -2,7 +2,7 @@
 // bar, the sample type selector and the URL that carries all of it (see viewer.state.js).
 // Everything from the profile (names, files, labels, comments) is data: it reaches the page
 // through textContent, attribute values and canvas fillText only, never through innerHTML.
-import { cached, getJSON, getText } from "./viewer.api.js";
+import { cached, getJSON } from "./viewer.api.js";
 import { FlameView } from "./viewer.flameview.js";
 import { formatPct, formatValue } from "./viewer.format.js";
 import { GraphView } from "./viewer.graph.js";
@@ -15,6 +15,8 @@ import { watchProgress } from "./viewer.progress.js";
 import { addedValue, FRAME_FILTERS, RefineBar, VIEWS } from "./viewer.refine.js";
 import * as url from "./viewer.state.js";
 import { TopTable } from "./viewer.top.js";
+import { viewLoader } from "./viewer.views.js";
+import * as types from "./viewer.types.js";
 import { hidesWeight, markFirstPaint, trimNote } from "./viewer.trim.js";
 
 const root = document.getElementById("viewer");
@@ -115,20 +117,10 @@ function saveUrl() {
   });
 }
 
-/** How the API and the URL name a sample type: its name, or its index if the name is ambiguous. */
-function siParam(i) {
-  const name = state.types[i].type;
-  const unique = name && state.types.filter((t) => t.type === name).length === 1;
-  return unique ? name : String(i);
-}
-
-function siFromParam(param, fallback) {
-  if (param == null) return fallback;
-  const byName = state.types.findIndex((t) => t.type === param);
-  if (byName >= 0) return byName;
-  const n = Number(param);
-  return Number.isInteger(n) && n >= 0 && n < state.types.length ? n : fallback;
-}
+const siParam = (i) => types.siParam(state.types, i);
+const siFromParam = (param, fallback) => types.siFromParam(state.types, param, fallback);
+const fillSelect = (fg) => types.fillSelect(dom.select, state.types, fg);
+const showHeader = (si) => si != null && types.showHeader(root.dataset.summaryUrl, state.fg, si, siParam(si));
 
 /** The si of API requests: null (the query's or the default) until a type is chosen. */
 const siArg = () => (state.si >= 0 && state.types.length ? siParam(state.si) : null);
@@ -200,48 +192,8 @@ function setView(view) {
   return loadView();
 }
 
-let viewCall = 0;
 /** Fetches and draws the data of the graph, peek or labels view (each URL once). */
-async function loadView() {
-  const call = ++viewCall;
-  const view = state.view;
-  const si = siArg();
-  state.warnings.view = [];
-  try {
-    if (view === "graph") {
-      const text = await cached(url.apiUrl(root.dataset.graphUrl, { si }), getText);
-      if (call === viewCall && graphView.text !== text) {
-        graphView.show(text);
-        graphView.text = text;
-      }
-    } else if (view === "labels") {
-      const tags = await cached(url.apiUrl(root.dataset.tagsUrl, { si }));
-      if (call !== viewCall) return;
-      const grouped = (url.getParam(url.serverParams(), "tagroot") || "").split(",").filter(Boolean);
-      labels.show(tags, grouped);
-      state.warnings.view = tags.warnings;
-    } else if (view === "peek") {
-      if (!state.fn) {
-        peekView.show(null, "Select a function: click it in the flame graph, the top table or the sandwich, or right-click it.");
-        return;
-      }
-      const peek = await cached(url.apiUrl(root.dataset.peekUrl, { si, peek: url.exactRegex(state.fn) }));
-      if (call !== viewCall) return;
-      peekView.show(peek, peek.matches.length ? state.fn : `${state.fn}: not in this view (filters or granularity)`);
-      state.warnings.view = peek.warnings;
-    }
-    if (call === viewCall) showNotes();
-  } catch (err) {
-    if (call !== viewCall) return;
-    if (view === "graph") {
-      graphView.text = null;
-      graphView.clear(err.status === 501 ? "The call graph needs Graphviz's dot on the server, which is not installed (501)." : err.message);
-    } else refine.showNotes(state.warnings.base, err.message);
-  } finally {
-    // What tests wait for: this view drawn for these server parameters.
-    if (call === viewCall) root.dataset.viewLoaded = `${view}${location.search}`;
-  }
-}
+const loadView = viewLoader({ root, state, siArg, graphView, labels, peekView, refine, showNotes });
 
 function showNotes() {
   refine.showNotes([...new Set([...state.warnings.base, ...state.warnings.view])]);
@@ -330,36 +282,6 @@ function switchType(si) {
   refresh({ zoomPath: flame.path })
     .then(() => setStatus(""))
     .catch((err) => setStatus(`Could not load this sample type: ${err.message}`, true));
-}
-
-/** pprof's header lines (Type:, Duration: ... Total) follow the sample type shown. */
-let headerIndex = null; // whose lines #pprof-header shows; null: the default type's (server's)
-async function showHeader(si) {
-  const pre = $("pprof-header");
-  if (!pre || si == null) return;
-  const shown = headerIndex === null ? state.fg.default_sample_index : headerIndex;
-  // The page renders before any analysis: the default type's lines may not be there yet.
-  if (si === shown && pre.textContent.trim()) return;
-  headerIndex = si;
-  try {
-    const s = await cached(`${root.dataset.summaryUrl}?si=${encodeURIComponent(siParam(si))}`);
-    if (headerIndex === si) pre.textContent = s.header.join("\n");
-  } catch {
-    // the previous lines stay; the flame graph and the table are what matter
-  }
-}
-
-function fillSelect(fg) {
-  dom.select.replaceChildren();
-  state.types.forEach((t, i) => {
-    const opt = document.createElement("option");
-    opt.value = String(i);
-    const label = t.type || `(unnamed #${i})`;
-    opt.textContent = t.unit ? `${label} (${t.unit})` : label;
-    if (i === fg.default_sample_index) opt.textContent += " — default";
-    dom.select.append(opt);
-  });
-  dom.select.disabled = state.types.length < 2;
 }
 
 function applySearch(q, opts = {}) {

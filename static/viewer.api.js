@@ -23,12 +23,23 @@ export async function getJSON(url) {
   return body;
 }
 
-/** Text of a response (an SVG), the server's plain-text line on failure. */
+/** A text response (an SVG) and pprof's warnings (X-Pprof-Warning headers, which fetch joins
+ * with ", "); the server's plain-text line on failure. */
 export async function getText(url) {
   const res = await fetch(url);
   const text = await res.text();
   if (!res.ok) throw new ApiError(text.trim() || `${res.status} ${res.statusText}`, res.status);
-  return text;
+  const header = res.headers.get("X-Pprof-Warning");
+  return { text, warnings: header ? header.split(", ").map(unescapeWarning) : [] };
+}
+
+/** A warning header is the line as a JSON string's inside (non-ASCII as \uXXXX). */
+function unescapeWarning(w) {
+  try {
+    return JSON.parse(`"${w}"`);
+  } catch {
+    return w;
+  }
 }
 
 const cache = new Map(); // request URL -> Promise of its body

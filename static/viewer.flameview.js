@@ -16,6 +16,22 @@ function compile(q) {
   }
 }
 
+/** The weight of the stacks through a match of re in a flame graph JSON: the topmost match of
+ * each stack counts, as a function's cum counts each stack once. */
+function matchedValue(doc, re) {
+  const { name, depth, value } = doc.nodes;
+  const hit = doc.names.map((n, k) => k > 0 && re.test(n));
+  let sum = 0;
+  for (let i = 1; i < name.length; ) {
+    if (hit[name[i]]) {
+      sum += value[i];
+      const d = depth[i];
+      for (i++; i < name.length && depth[i] > d; i++);
+    } else i++;
+  }
+  return sum;
+}
+
 const samePrefix = (path, prefix) => prefix.every((name, i) => path[i] === name);
 
 export class FlameView {
@@ -162,10 +178,12 @@ export class FlameView {
     this.showShare();
   }
 
+  /** The share of the search's matches, always over the whole profile's tree (a fetched
+   * subtree holds only part of the matches). */
   showShare() {
     const share = this.dom.share;
-    const doc = this.doc;
-    const matched = this.re ? this.matched() : null;
+    const doc = this.base;
+    const matched = this.re && doc ? matchedValue(doc, this.re) : null;
     if (matched == null) {
       share.textContent = "";
       share.dataset.share = "";
@@ -173,19 +191,6 @@ export class FlameView {
     }
     share.textContent = `matched ${formatValue(matched, doc.unit)} · ${formatPct(matched, doc.total)} of total`;
     share.dataset.share = String(doc.total ? matched / doc.total : 0);
-  }
-
-  /** The weight of the stacks through a match: the topmost match of each stack counts. */
-  matched() {
-    const d = this.graph.data;
-    let sum = 0;
-    for (let i = 1; i < d.n; ) {
-      if (this.graph.match[d.name[i]]) {
-        sum += d.value[i];
-        i = d.end[i];
-      } else i++;
-    }
-    return sum;
   }
 
   renderCrumbs(z) {

@@ -53,7 +53,8 @@ function nodeName(g) {
 }
 
 export class GraphView {
-  /** opts: box (container), onPick(name, event), onMenu(name, x, y) */
+  /** opts: box (container), onPick(name, event), onMenu(name, x, y), onView() after a pan or
+   * zoom */
   constructor(opts) {
     Object.assign(this, opts);
     this.svg = null;
@@ -72,8 +73,8 @@ export class GraphView {
     });
   }
 
-  /** Parses, cleans and shows an SVG document's text. */
-  show(text) {
+  /** Parses, cleans and shows an SVG document's text, at viewBox `initial` ("x,y,w,h") if given. */
+  show(text, initial) {
     const doc = new DOMParser().parseFromString(text, "image/svg+xml");
     const root = doc.documentElement;
     const svg = root && root.localName === "svg" ? sanitize(root) : null;
@@ -84,6 +85,12 @@ export class GraphView {
       const name = title && /^N\d+$/.test(title.textContent.trim()) ? nodeName(g) : null;
       if (name) g.dataset.name = name;
     }
+    // Hovering shows what pprof meant as the tooltip ("name (cum)"), not Graphviz's node id.
+    for (const g of svg.querySelectorAll("g.node, g.edge")) {
+      const title = g.querySelector(":scope > title");
+      const tipped = g.querySelector("[data-tip]");
+      if (title && tipped) title.textContent = tipped.getAttribute("data-tip");
+    }
     const vb = (svg.getAttribute("viewBox") || "").split(/[\s,]+/).map(Number);
     this.full = vb.length === 4 && vb.every(Number.isFinite) ? vb : [0, 0, 1000, 1000];
     svg.removeAttribute("width");
@@ -91,7 +98,14 @@ export class GraphView {
     svg.setAttribute("preserveAspectRatio", "xMidYMid meet");
     this.svg = svg;
     this.box.replaceChildren(svg);
-    this.setView(this.full.slice());
+    const want = String(initial || "").split(",").map(Number);
+    this.setView(want.length === 4 && want.every(Number.isFinite) && want[2] > 0 ? want : this.full.slice());
+  }
+
+  /** The view as the URL keeps it: "" when it is the whole graph. */
+  viewParam() {
+    if (!this.svg || this.view.every((n, k) => Math.abs(n - this.full[k]) < 0.5)) return "";
+    return this.view.map((n) => Math.round(n)).join(",");
   }
 
   clear(message) {
@@ -100,10 +114,11 @@ export class GraphView {
     this.box.replaceChildren(p);
   }
 
-  setView(v) {
+  setView(v, moved = true) {
     this.view = v;
     this.svg.setAttribute("viewBox", v.map((n) => n.toFixed(2)).join(" "));
     this.box.dataset.viewBox = this.svg.getAttribute("viewBox");
+    if (moved && this.onView) this.onView();
   }
 
   /** Zooms by factor (>1: in) around a point of the box (client coordinates), or its centre. */

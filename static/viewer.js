@@ -7,7 +7,7 @@ import { FlameView } from "./viewer.flameview.js";
 import { formatPct, formatValue } from "./viewer.format.js";
 import { GraphView } from "./viewer.graph.js";
 import { showTypeHint } from "./viewer.hint.js";
-import { LabelsPanel } from "./viewer.labels.js";
+import { LabelsPanel, tagFilter } from "./viewer.labels.js";
 import { openMenu } from "./viewer.menu.js";
 import { renderMeta, setupWaysOut } from "./viewer.meta.js";
 import { PeekView } from "./viewer.peek.js";
@@ -88,6 +88,7 @@ const graphView = new GraphView({
   box: $("graph-box"),
   onPick: (name) => addFilter("focus", name, ""),
   onMenu: (name, x, y) => frameMenu(name, "", x, y),
+  onView: () => saveUrl(),
 });
 const peekView = new PeekView({
   tables: $("peek-tables"), title: $("peek-title"), sandwich: $("sandwich"), tooltip: $("tooltip"),
@@ -113,6 +114,7 @@ function saveUrl() {
     zoom: flame.graph.data ? flame.path.join(";") : "",
     fn: state.fn,
     ...top.urlState(),
+    gv: state.view === "graph" ? graphView.viewParam() : "",
     all: state.full ? "1" : "",
   });
 }
@@ -158,6 +160,16 @@ function select(name) {
 }
 
 function frameMenu(name, file, x, y) {
+  // A frame tagroot or tagleaf made is a label value (its file is the key): it filters by tag.
+  const params = url.serverParams();
+  const labelKeys = ["tagroot", "tagleaf"].flatMap((k) => (url.getParam(params, k) || "").split(","));
+  if (file && labelKeys.includes(file)) {
+    const tag = tagFilter(file, name, false);
+    return openMenu(x, y, `${file}=${name}`, [
+      { id: "tagfocus", label: "Only these samples", action: () => changeParams({ tagfocus: tag }) },
+      { id: "tagignore", label: "Without these samples", action: () => changeParams({ tagignore: tag }) },
+    ]);
+  }
   const items = FRAME_FILTERS.map(([param, label, key]) => ({
     id: param,
     label: `${label} this ${granularity() === "files" ? "file" : "function"}`,
@@ -379,6 +391,7 @@ async function start() {
   state.fn = want.fn || "";
   state.view = VIEWS.includes(want.view) ? want.view : "flame";
   state.full = want.all === "1";
+  state.gv = want.gv || "";
   top.restore(want);
   refine.render();
   refine.setView(state.view);

@@ -3,10 +3,25 @@
 // "Group by" makes the key a frame above each stack (tagroot), so the flame graph splits by it.
 import { formatPct, formatValue } from "./viewer.format.js";
 
+// Units of formatted numeric labels (viewer.format.js's scale), in pprof's base units.
+const SCALES = {
+  B: [1, "b"], kB: [2 ** 10, "b"], MB: [2 ** 20, "b"], GB: [2 ** 30, "b"], TB: [2 ** 40, "b"],
+  ns: [1, "ns"], us: [1e3, "ns"], ms: [1e6, "ns"], s: [1e9, "ns"], hrs: [3600e9, "ns"],
+};
+
 /** pprof's tag filter for one value of a key: an exact regex for a string label (commas, which
- * pprof splits the list on, written as \x2c), the value itself (an equality range) for a number. */
+ * pprof splits the list on, written as \x2c); for a number, the value itself (pprof reads it as
+ * an equality range), or the range its two decimals round from ("1.50MB"). */
 export function tagFilter(key, value, numeric) {
-  if (numeric) return `${key}=${value}`;
+  if (numeric) {
+    const m = /^(-?\d+)\.(\d+)([a-zA-Z]+)$/.exec(value);
+    const scale = m && SCALES[m[3]];
+    if (!scale) return `${key}=${value}`;
+    const x = Number(`${m[1]}.${m[2]}`);
+    const lo = Math.ceil((x - 0.005) * scale[0]);
+    const hi = Math.floor((x + 0.005) * scale[0]);
+    return `${key}=${lo}${scale[1]}:${hi}${scale[1]}`;
+  }
   const exact = "^" + value.replace(/[.*+?^${}()|[\]\\]/g, "\\$&").replace(/,/g, "\\x2c") + "$";
   return `${key}=${exact}`;
 }

@@ -4,10 +4,11 @@
 //   hide, show, show_from, tagfocus, tagignore, tagroot, granularity, …, and the compare
 //   page's diff_base / base). The page passes them through to every API request unchanged.
 // - The fragment carries what only the page knows: view, search q, zoom path, selected
-//   function fn, top sort / filter, and the sample type si (as before filters existed).
+//   function fn, top sort / filter, the call graph's viewBox gv, and the sample type si (as
+//   before filters existed).
 
 /** Fragment keys, in the order they are written. */
-const FRAGMENT_KEYS = ["si", "view", "q", "zoom", "fn", "sort", "asc", "filter", "all"];
+const FRAGMENT_KEYS = ["si", "view", "q", "zoom", "fn", "sort", "asc", "filter", "gv", "all"];
 
 /** Server parameters the refine bar shows as chips, with their labels (short names too). */
 export const FILTERS = [

@@ -13,9 +13,12 @@ export function viewLoader(ctx) {
     state.warnings.view = [];
     try {
       if (view === "graph") {
-        const text = await cached(url.apiUrl(root.dataset.graphUrl, { si }), getText);
-        if (call === viewCall && graphView.text !== text) {
-          graphView.show(text);
+        const { text, warnings } = await cached(url.apiUrl(root.dataset.graphUrl, { si }), getText);
+        if (call !== viewCall) return;
+        state.warnings.view = warnings;
+        if (graphView.text !== text) {
+          graphView.show(text, state.gv); // the URL's pan and zoom, the first time
+          state.gv = "";
           graphView.text = text;
         }
       } else if (view === "labels") {

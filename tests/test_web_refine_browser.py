@@ -142,6 +142,12 @@ def test_labels_filter_by_value_and_group_by_key(page, labelled):
         seen.add(page.inner_text("#tooltip [data-field=name]"))
     assert seen == {"/api/users", "/api/orders", "/healthz"}
     shot(page, "refine-grouped")
+    # A label's frame filters by its label, not by a function name.
+    page.mouse.click(*frame_point(page, 1, 0.9), button="right")
+    assert page.inner_text("#ctx-menu .ctx-title") == "endpoint=/healthz"
+    page.click("#ctx-menu button[data-action=tagignore]")
+    settled(page)
+    assert query(page) == {"tagroot": ["endpoint"], "tagignore": ["endpoint=^/healthz$"]}
     assert page.console_errors == []
 
 
@@ -354,7 +360,19 @@ def test_the_copied_url_restores_the_view(page, labelled):
     settled(again, "peek")
     assert again.inner_text("#peek-title") == title and again.is_visible("#sandwich")
     assert again.is_hidden("#flame")
-    for p in (page, other, again):
+    # The call graph's pan and zoom too.
+    page.click("#views button[data-view=graph]")
+    settled(page, "graph")
+    page.click("#graph-in")
+    page.click("#graph-in")
+    page.wait_for_url(re.compile(r"gv="))
+    view_box = page.get_attribute("#graph-box", "data-view-box")
+    graph = second_page(page)
+    open_profile(graph, page.url)
+    settled(graph, "graph")
+    restored = [float(n) for n in graph.get_attribute("#graph-box", "data-view-box").split()]
+    assert restored == pytest.approx([float(n) for n in view_box.split()], abs=1)
+    for p in (page, other, again, graph):
         assert p.console_errors == []
 
 
@@ -418,3 +436,49 @@ def test_hostile_names_stay_text_in_the_new_views(page, live_server):
     assert handlers == []
     # The browser logs the refused graph's 422; nothing else.
     assert [e for e in page.console_errors if "status of 422" not in e] == []
+
+
+def test_filter_values_are_exact_and_in_pprof_syntax(page, labelled):
+    open_profile(page, labelled)
+    got = page.evaluate(
+        r"""async () => {
+          const s = await import("/static/viewer.state.js");
+          const r = await import("/static/viewer.refine.js");
+          const l = await import("/static/viewer.labels.js");
+          return {
+            exact: s.exactRegex("(*T).Get[x]"),
+            lines: s.frameRegex("sort.Sort sort/sort.go:48", "sort/sort.go", "lines"),
+            addresses: s.frameRegex("00000000004933 main.f a.go:3", "a.go", "addresses"),
+            filefunctions: s.frameRegex("main.f main.go", "main.go", "filefunctions"),
+            files: s.frameRegex("sort/sort.go", "sort/sort.go", "files"),
+            unexact: [s.unexact("^a\\.b$"), s.unexact("^a.b$"), s.unexact("a")],
+            alts: r.alternatives("^a$|(b|c)|[|]|\\||d"),
+            ignore: r.addedValue("ignore", "^a$", "^b$"),
+            focus: r.addedValue("focus", "^a$", "^b$"),
+            tags: [
+              l.tagFilter("endpoint", "/a,b", false),
+              l.tagFilter("bytes", "16kB", true),
+              l.tagFilter("bytes", "13.25kB", true),
+              l.tagFilter("wait", "1.50ms", true),
+            ],
+          };
+        }"""
+    )
+    assert got == {
+        "exact": r"^\(\*T\)\.Get\[x\]$",
+        "lines": r"^sort\.Sort$",
+        "addresses": r"^main\.f$",
+        "filefunctions": r"^main\.f$",
+        "files": r"^sort/sort\.go$",
+        "unexact": ["a.b", None, None],
+        "alts": ["^a$", "(b|c)", "[|]", r"\|", "d"],
+        "ignore": "^a$|^b$",
+        "focus": "^b$",
+        "tags": [
+            r"endpoint=^/a\x2cb$",
+            "bytes=16kB",
+            "bytes=13563b:13573b",
+            "wait=1495000ns:1505000ns",
+        ],
+    }
+    assert page.console_errors == []

@@ -2,6 +2,8 @@
 import { formatPct, formatValue } from "./viewer.format.js";
 
 const PAGE = 500;
+// Percentage columns sort as their values do; sum% as its values in pprof's order.
+const SORT_KEYS = { flat_pct: "flat", cum_pct: "cum", sum_pct: "index" };
 
 export class TopTable {
   /** opts: table, filter (input), count (span), more (button), onChange(), onPick(row, event) */
@@ -72,14 +74,16 @@ export class TopTable {
   /** The rows as shown: filtered, sorted, with sum% running down them in that order. */
   shownRows() {
     const rows = this.doc ? this.doc.rows.slice() : [];
-    const key = this.sortKey;
+    const key = SORT_KEYS[this.sortKey] || this.sortKey;
     const dir = this.sortDesc ? -1 : 1;
-    // pprof's own order (flat, then cum, then name) breaks ties, as in -top and -top -cum.
+    // pprof's orders: by |flat| (or |cum| for -cum), then name, then the other value; pprof's
+    // own row order settles what is left (sum% then runs as in pprof's -top and -top -cum).
+    const other = key === "cum" ? "flat" : "cum";
     rows.sort((a, b) => {
-      const av = a[key];
-      const bv = b[key];
-      if (typeof av === "string") return dir * av.localeCompare(bv) || a.index - b.index;
-      return dir * (av - bv) || a.index - b.index;
+      if (key === "name") return dir * a.name.localeCompare(b.name) || a.index - b.index;
+      const by = (k) => Math.abs(a[k]) - Math.abs(b[k]);
+      const name = a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
+      return dir * by(key) || name || -by(other) || a.index - b.index;
     });
     const filter = this.filter.value.trim().toLowerCase();
     const visible = filter ? rows.filter((r) => r.name.toLowerCase().includes(filter)) : rows;

@@ -417,7 +417,7 @@ def test_hostile_names_stay_text_in_the_new_views(page, live_server):
     settled(page, "graph")
     assert "graphviz could not lay out this graph" in page.inner_text("#graph-box")
     # Without labels, the graph lays out: the names are attribute values and text.
-    page.goto(upload_bytes(live_server, hostile_profile()) + "#view=graph")
+    page.goto(upload_bytes(live_server, hostile_profile(), title=HOSTILE[2]) + "#view=graph")
     settled(page, "graph")
     names = page.locator("#graph-box g.node[data-name]").evaluate_all(
         "(els) => els.map((e) => e.dataset.name)"
@@ -481,4 +481,42 @@ def test_filter_values_are_exact_and_in_pprof_syntax(page, labelled):
             "wait=1495000ns:1505000ns",
         ],
     }
+    assert page.console_errors == []
+
+
+def pprof_top(url: str, **params: str) -> list[tuple[str, float]]:
+    """(name, sum%) of each row of the server's `go tool pprof -top` text."""
+    text = requests.get(url + "/top", params=params, timeout=120).text
+    rows = []
+    for line in text.splitlines()[6:]:
+        fields = line.split(maxsplit=5)
+        name = re.sub(r" \((partial-)?inline\)$", "", fields[5])
+        rows.append((name, float(fields[2].rstrip("%"))))
+    return rows
+
+
+def test_top_table_orders_like_pprof_and_reaches_every_row(page, live_server):
+    url = upload(live_server, CORPUS / "go-runtime" / "cpu-xl.pb.gz")
+    open_profile(page, url + "#view=top")
+    assert page.is_hidden("#flame") and page.is_visible("#top")
+    assert page.inner_text("#top-count") == "first 500 of 670 functions"
+    page.click("#top-more")
+    assert page.inner_text("#top-count") == "670 functions" and page.is_hidden("#top-more")
+    rows = top_rows(page)
+    assert len(rows) == 670 and rows[-1][5] == pprof_top(url)[-1][0]
+    # Sorted by cum: pprof's -top -cum order, and sum% runs down it as pprof prints it.
+    page.click("#top-table th[data-key=cum] button")
+    page.wait_for_url(re.compile(r"sort=cum"))
+    rows = top_rows(page)
+    want = pprof_top(url, cum="t")
+    assert [r[5] for r in rows[:500]] == [n for n, _ in want[:500]]
+    sums = [float(r[2].rstrip("%")) for r in rows[:500]]
+    assert sums == pytest.approx([s for _, s in want[:500]], abs=0.006)
+    # The filter lives in the URL too, and the running sum follows the rows shown.
+    page.fill("#top-filter", "main.c1")
+    page.wait_for_url(re.compile(r"filter=main\.c1"))
+    shown = top_rows(page)
+    assert shown and all("main.c1" in r[5] for r in shown)
+    flat = [float(r[1].rstrip("%")) for r in shown[:5]]
+    assert float(shown[1][2].rstrip("%")) == pytest.approx(flat[0] + flat[1], abs=0.02)
     assert page.console_errors == []

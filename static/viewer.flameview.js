@@ -74,6 +74,7 @@ export class FlameView {
   /** The zoom path shown, or being fetched. */
   get path() {
     if (this.current) return this.current;
+    if (this.want) return this.want; // not laid out yet (the view is hidden)
     return this.graph.data ? this.graph.pathOf(this.graph.zoom) : [];
   }
 
@@ -157,8 +158,12 @@ export class FlameView {
       this.onError(err);
       return;
     }
-    if (call !== this.wanted || !doc.zoom || !doc.zoom.found) {
-      if (call === this.wanted) this.dom.root.dataset.detail = "";
+    if (call !== this.wanted) return;
+    if (!doc.zoom || !doc.zoom.found) {
+      // No stack goes down that path (after a new filter, say): the URL keeps what is drawn.
+      this.dom.root.dataset.detail = "";
+      this.current = null;
+      this.onZoomPath(this.path);
       return;
     }
     this.zoomDoc = doc;

@@ -7,12 +7,12 @@ import { FlameView } from "./viewer.flameview.js";
 import { formatPct, formatValue } from "./viewer.format.js";
 import { GraphView } from "./viewer.graph.js";
 import { showTypeHint } from "./viewer.hint.js";
-import { LabelsPanel, tagFilter } from "./viewer.labels.js";
-import { openMenu } from "./viewer.menu.js";
+import { LabelsPanel } from "./viewer.labels.js";
 import { renderMeta, setupWaysOut } from "./viewer.meta.js";
 import { PeekView } from "./viewer.peek.js";
 import { watchProgress } from "./viewer.progress.js";
-import { addedValue, FRAME_FILTERS, RefineBar, VIEWS } from "./viewer.refine.js";
+import { bindKeys } from "./viewer.keys.js";
+import { addedValue, frameMenuAt, RefineBar, VIEWS } from "./viewer.refine.js";
 import * as url from "./viewer.state.js";
 import { TopTable } from "./viewer.top.js";
 import { viewLoader } from "./viewer.views.js";
@@ -72,12 +72,7 @@ const top = new TopTable({
     select(name);
     if (state.q && state.view === "flame") dom.flame.scrollIntoView({ block: "nearest" });
   },
-});
-$("top-table").tBodies[0].addEventListener("contextmenu", (e) => {
-  const tr = e.target.closest("tr");
-  if (!tr) return;
-  e.preventDefault();
-  frameMenu(tr.dataset.name, tr.cells[5].title || "", e.clientX, e.clientY);
+  onMenu: (name, file, x, y) => frameMenu(name, file, x, y),
 });
 const refine = new RefineBar({
   chips: $("chips"), granularity: $("granularity"), views: $("views"), notes: $("refine-notes"),
@@ -160,33 +155,15 @@ function select(name) {
 }
 
 function frameMenu(name, file, x, y) {
-  // A frame tagroot or tagleaf made is a label value (its file is the key): it filters by tag.
-  const params = url.serverParams();
-  const labelKeys = ["tagroot", "tagleaf"].flatMap((k) => (url.getParam(params, k) || "").split(","));
-  if (file && labelKeys.includes(file)) {
-    const tag = tagFilter(file, name, false);
-    return openMenu(x, y, `${file}=${name}`, [
-      { id: "tagfocus", label: "Only these samples", action: () => changeParams({ tagfocus: tag }) },
-      { id: "tagignore", label: "Without these samples", action: () => changeParams({ tagignore: tag }) },
-    ]);
-  }
-  const items = FRAME_FILTERS.map(([param, label, key]) => ({
-    id: param,
-    label: `${label} this ${granularity() === "files" ? "file" : "function"}`,
-    key,
-    action: () => addFilter(param, name, file),
-  }));
-  items.push(null, {
-    id: "peek",
-    label: "Callers and callees",
-    key: "p",
-    action: () => {
+  frameMenuAt(x, y, name, file, {
+    granularity: granularity(),
+    onFilter: (param, value) => changeParams({ [param]: value }),
+    onPeek: () => {
       select(name);
       setView("peek");
     },
+    onSearch: () => applySearch(url.exactRegex(name)),
   });
-  items.push({ id: "search", label: "Search for it", action: () => applySearch(url.exactRegex(name)) });
-  openMenu(x, y, name, items);
 }
 
 function setView(view) {
@@ -327,31 +304,22 @@ dom.detail.addEventListener("click", () => {
     .catch((err) => setStatus(`Could not load the frames: ${err.message}`, true));
 });
 
-document.addEventListener("keydown", (e) => {
-  const typing = e.target.closest && e.target.closest("input, textarea, select");
-  const plain = !typing && !e.ctrlKey && !e.metaKey && !e.altKey;
-  const filter = FRAME_FILTERS.find((f) => f[2] === e.key);
-  if (e.key === "/" && plain) {
-    e.preventDefault();
-    dom.search.focus();
-    dom.search.select();
-  } else if (plain && filter && state.fn) {
-    addFilter(filter[0], state.fn, "");
-  } else if (plain && e.key === "p" && state.fn) {
-    setView("peek");
-  } else if (plain && /^[1-5]$/.test(e.key)) {
-    setView(VIEWS[Number(e.key) - 1]);
-  } else if (e.key === "Escape" && e.target === dom.topFilter) {
-    dom.topFilter.value = "";
+bindKeys({
+  search: dom.search,
+  topFilter: dom.topFilter,
+  selected: () => state.fn,
+  onFilter: (param) => addFilter(param, state.fn, ""),
+  onView: (view) => setView(view),
+  onTopFilterCleared: () => {
     top.render();
     saveUrl();
-  } else if (e.key === "Escape") {
+  },
+  onEscape: () => {
     clearTimeout(searchTimer);
     flame.graph.hideTip();
-    if (e.target === dom.search) dom.search.blur();
     applySearch("");
     if (flame.graph.data) flame.graph.setZoom(0);
-  }
+  },
 });
 
 /** The URL changed under the page (back/forward, an edited fragment): follow it. */

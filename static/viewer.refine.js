@@ -1,6 +1,8 @@
 // The refine bar: the active filters as removable chips, the granularity and view switches,
 // and what the server said about the filters (warnings, a refused regex).
-import { FILTERS, getParam, serverParams, unexact } from "./viewer.state.js";
+import { tagFilter } from "./viewer.labels.js";
+import { openMenu } from "./viewer.menu.js";
+import { FILTERS, frameRegex, getParam, serverParams, unexact } from "./viewer.state.js";
 
 export const VIEWS = ["flame", "top", "graph", "peek", "labels"];
 export const GRANULARITIES = ["functions", "filefunctions", "files", "lines", "addresses"];
@@ -43,6 +45,32 @@ export function addedValue(param, current, regex) {
   if (!current || param === "focus" || param === "show_from") return regex;
   const alts = alternatives(current);
   return alts.includes(regex) ? current : [...alts, regex].join("|");
+}
+
+/** The context menu of a frame (name, file) at (x, y). opts: granularity, onFilter(param,
+ * value), onPeek(), onSearch(). A frame tagroot or tagleaf made is a label value whose file is
+ * the key: it filters by that label instead. */
+export function frameMenuAt(x, y, name, file, opts) {
+  const params = serverParams();
+  const labelKeys = ["tagroot", "tagleaf"].flatMap((k) => (getParam(params, k) || "").split(","));
+  if (file && labelKeys.includes(file)) {
+    const tag = tagFilter(file, name, false);
+    return openMenu(x, y, `${file}=${name}`, [
+      { id: "tagfocus", label: "Only these samples", action: () => opts.onFilter("tagfocus", tag) },
+      { id: "tagignore", label: "Without these samples", action: () => opts.onFilter("tagignore", tag) },
+    ]);
+  }
+  const what = opts.granularity === "files" ? "file" : "function";
+  const regex = frameRegex(name, file, opts.granularity);
+  const items = FRAME_FILTERS.map(([param, label, key]) => ({
+    id: param,
+    label: `${label} this ${what}`,
+    key,
+    action: () => opts.onFilter(param, addedValue(param, getParam(serverParams(), param), regex)),
+  }));
+  items.push(null, { id: "peek", label: "Callers and callees", key: "p", action: opts.onPeek });
+  items.push({ id: "search", label: "Search for it", action: opts.onSearch });
+  return openMenu(x, y, name, items);
 }
 
 export class RefineBar {

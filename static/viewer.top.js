@@ -6,7 +6,8 @@ const PAGE = 500;
 const SORT_KEYS = { flat_pct: "flat", cum_pct: "cum", sum_pct: "index" };
 
 export class TopTable {
-  /** opts: table, filter (input), count (span), more (button), onChange(), onPick(row, event) */
+  /** opts: table, filter (input), count (span), more (button), onChange(), onPick(name, event),
+   * onMenu(name, file, x, y) */
   constructor(opts) {
     Object.assign(this, opts);
     this.body = this.table.tBodies[0];
@@ -25,6 +26,12 @@ export class TopTable {
     this.body.addEventListener("click", (e) => {
       const tr = e.target.closest("tr");
       if (tr) this.onPick(tr.dataset.name, e);
+    });
+    this.body.addEventListener("contextmenu", (e) => {
+      const tr = e.target.closest("tr");
+      if (!tr) return;
+      e.preventDefault();
+      this.onMenu(tr.dataset.name, tr.cells[5].title || "", e.clientX, e.clientY);
     });
     this.filter.addEventListener("input", () => {
       this.limit = PAGE;

@@ -114,7 +114,10 @@ export class RefineBar {
     span.className = "chip";
     span.dataset.param = param;
     span.dataset.value = value;
-    const name = unexact(value);
+    // An exact regex reads as its name: "main.sortInts", "worker=1".
+    const tag = param.startsWith("tag") && /^([^=]+)=(.*)$/s.exec(value);
+    const tagName = tag ? unexact(tag[2]) : null;
+    const name = tagName != null ? `${tag[1]}=${tagName}` : unexact(value);
     const kind = Object.assign(document.createElement("span"), { className: "chip-kind", textContent: label });
     const text = Object.assign(document.createElement("span"), {
       className: "chip-value mono",

@@ -126,6 +126,10 @@ def test_labels_filter_by_value_and_group_by_key(page, labelled):
     assert query(page)["tagignore"] == ["worker=^0$"]
     assert page.locator(".lb-key[data-key=worker] .lb-name").all_inner_texts() == ["1"]
     assert {p for p, _ in chips(page)} == {"tagfocus", "tagignore"}
+    assert page.locator("#chips .chip-value").all_inner_texts() == [
+        "endpoint=/api/users",
+        "worker=0",
+    ]
     for x in page.locator("#chips .chip-remove").all()[::-1]:
         x.click()
         page.wait_for_timeout(50)

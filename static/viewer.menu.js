@@ -51,9 +51,19 @@ export function openMenu(x, y, title, items) {
     if (!menu.contains(e.target)) closeMenu();
   };
   const key = (e) => {
+    // The menu has the keyboard while it is open: Esc closes it, arrows move between items.
     if (e.key === "Escape") {
       e.stopPropagation();
       closeMenu();
+    } else if (e.key === "ArrowDown" || e.key === "ArrowUp") {
+      e.preventDefault();
+      e.stopPropagation();
+      const buttons = [...menu.querySelectorAll("button")];
+      const at = buttons.indexOf(document.activeElement);
+      const step = e.key === "ArrowDown" ? 1 : -1;
+      buttons[(at + step + buttons.length) % buttons.length].focus();
+    } else if (menu.contains(e.target) && e.key !== "Enter" && e.key !== " " && e.key !== "Tab") {
+      e.stopPropagation(); // the page's own keys (f, i, …) wait until the menu is closed
     }
   };
   closeHandlers = [

@@ -66,6 +66,13 @@ def test_context_menu_filters_and_chips_remove_them(page, labelled):
     menu = page.locator("#ctx-menu")
     assert menu.is_visible() and menu.locator(".ctx-title").inner_text() == "main.sortInts"
     shot(page, "refine-menu")
+    # The keyboard reaches it: the first item has the focus, arrows move, Esc closes.
+    assert page.evaluate("() => document.activeElement.dataset.action") == "focus"
+    page.keyboard.press("ArrowDown")
+    assert page.evaluate("() => document.activeElement.dataset.action") == "ignore"
+    page.keyboard.press("Escape")
+    assert menu.is_hidden() and query(page) == {}
+    page.mouse.click(*frame_point(page, 4, 0.2), button="right")
     menu.locator("button[data-action=focus]").click()
     settled(page)
     assert query(page) == {"focus": [r"^main\.sortInts$"]}
@@ -73,6 +80,13 @@ def test_context_menu_filters_and_chips_remove_them(page, labelled):
     assert page.inner_text("#chips .chip-value") == "main.sortInts"
     names = top_names(page)
     assert "sort.partition" in names and "crypto/sha256.block" not in names
+    # A filter is a history step: Back goes to the whole profile, Forward to the filter again.
+    page.go_back()
+    settled(page)
+    assert chips(page) == [] and "crypto/sha256.block" in top_names(page)
+    page.go_forward()
+    settled(page)
+    assert chips(page) == [("focus", r"^main\.sortInts$")]
     # The chip's x takes the filter off again.
     page.click("#chips .chip-remove")
     settled(page)

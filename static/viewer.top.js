@@ -31,7 +31,7 @@ export class TopTable {
       const tr = e.target.closest("tr");
       if (!tr) return;
       e.preventDefault();
-      this.onMenu(tr.dataset.name, tr.cells[5].title || "", e.clientX, e.clientY);
+      this.onMenu(tr.dataset.name, tr.lastElementChild.title || "", e.clientX, e.clientY);
     });
     this.filter.addEventListener("input", () => {
       this.limit = PAGE;

@@ -135,7 +135,9 @@ function changeParams(changes) {
 function paramsChanged() {
   lastQuery = url.serverParams().toString();
   refine.render();
-  refresh({ zoomPath: flame.path }).catch(() => {});
+  refresh({ zoomPath: flame.path })
+    .then(() => setStatus(""))
+    .catch(() => {}); // refresh() reported it
 }
 
 function addFilter(param, name, file) {
@@ -210,8 +212,10 @@ async function refresh(opts = {}) {
     fg = await cached(fgUrl);
   } catch (err) {
     if (call !== showing) return;
-    // A refused filter (400): the bar stays, with pprof's message, so the filter can go.
-    refine.showNotes([], err.message);
+    // A refused filter (400): pprof's message in the status line; the chips stay, so the
+    // filter can go.
+    refine.showNotes([]);
+    setStatus(err.message, true);
     for (const s of Object.values(dom.sections)) s.hidden = true;
     root.dataset.state = "error";
     throw err;
@@ -338,7 +342,9 @@ function followUrl() {
     state.q = want.q || "";
     lastQuery = url.serverParams().toString();
     refine.render();
-    refresh({ zoomPath: zoomOf(want) }).catch((err) => setStatus(err.message, true));
+    refresh({ zoomPath: zoomOf(want) })
+      .then(() => setStatus(""))
+      .catch(() => {}); // refresh() reported it
   } else {
     setView(state.view);
     applySearch(want.q || "", { keepUrl: true });
@@ -380,12 +386,9 @@ async function start() {
     await refresh({ zoomPath: zoomOf(want) });
     setStatus("");
   } catch (err) {
-    if (err.status === 400) {
-      // A parameter pprof refuses: its line, and the chips to take it off.
-      refine.showNotes([], err.message);
-      setStatus("");
-      for (const section of Object.values(dom.sections)) section.hidden = true;
-    } else setStatus(`Could not load this profile: ${err.message}`, true);
+    setStatus(`Could not load this profile: ${err.message}`, true);
+    // A parameter pprof refuses (400): the chips stay, to take it off.
+    if (err.status === 400) for (const section of Object.values(dom.sections)) section.hidden = true;
     root.dataset.state = "error";
   }
 }

@@ -114,11 +114,26 @@ def test_context_menu_filters_and_chips_remove_them(page, labelled):
     assert "Focus expression matched no samples" in page.inner_text("#refine-notes")
     # A regex pprof refuses: its message, and the chip to take it off.
     page.goto(labelled + "?focus=%5B")
-    page.wait_for_selector("#refine-notes:not([hidden])")
-    assert "missing closing ]" in page.inner_text("#refine-notes")
+    page.wait_for_selector("#viewer[data-state=error]")
+    assert "missing closing ]" in page.inner_text("#status") and page.is_hidden("#flame")
     page.click("#chips .chip-remove")
     settled(page)
-    assert page.is_hidden("#refine-notes")
+    assert page.is_hidden("#status") and page.is_visible("#flame")
+    # The same refusal after a change of filters.
+    page.goto(labelled + "#view=top")
+    settled(page, "top")
+    page.locator("#top-table tbody tr").first.click(button="right")
+    page.click("#ctx-menu button[data-action=focus]")
+    settled(page, "top")
+    page.evaluate("""() => {
+      history.pushState(null, "", location.pathname + "?show=(" + location.hash);
+      dispatchEvent(new PopStateEvent("popstate"));
+    }""")
+    page.wait_for_selector("#status:has-text('missing closing )')")
+    assert page.is_hidden("#top")
+    page.go_back()
+    settled(page, "top")
+    assert page.is_hidden("#status") and page.is_visible("#top")
     assert [e for e in page.console_errors if "status of 400" not in e] == []
 
 

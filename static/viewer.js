@@ -1,6 +1,8 @@
 // The profile page: flame graph on a canvas, top table, sample type selector, metadata.
 // Everything from the profile (names, files, comments, mappings) is data: it reaches the page
 // through textContent, attribute values and canvas fillText only, never through innerHTML.
+import { apiQuery, diffParams, setupCompare } from "./viewer.compare.js";
+import { describeDiffMatch, diffTopCells, diffTopHead, diffTotalText } from "./viewer.diff.js";
 import { FlameGraph } from "./viewer.flame.js";
 import { formatPct, formatRemaining, formatTime, formatValue } from "./viewer.format.js";
 import { watchProgress } from "./viewer.progress.js";
@@ -129,7 +131,7 @@ function cachedJSON(url) {
 
 /** Promises of the flame graph and of the top table of sample type si (-1: the default). */
 function load(si) {
-  const query = (params) => (params.length ? "?" + params.join("&") : "");
+  const query = apiQuery; // the page's query (server parameters such as diff_base) goes along
   const base = si < 0 ? [] : ["si=" + encodeURIComponent(siParam(si))];
   const fgParams = state.full ? [...base, "nf=0"] : base;
   return [
@@ -165,7 +167,9 @@ async function show(si, opts) {
   const typeName = type ? `${type.type || "?"}` : "";
   dom.total.textContent = fg.no_samples
     ? "no samples"
-    : `${formatValue(fg.total, fg.unit)}${typeName ? " " + typeName : ""}`;
+    : fg.diff
+      ? diffTotalText(fg)
+      : `${formatValue(fg.total, fg.unit)}${typeName ? " " + typeName : ""}`;
   dom.total.dataset.total = String(fg.total);
   dom.empty.hidden = !fg.no_samples;
   dom.emptyType.textContent = type ? ` of type ${typeName}` : "";
@@ -174,6 +178,7 @@ async function show(si, opts) {
   dom.trimmed.hidden = fg.no_samples || (!hidesWeight(fg) && !state.full);
   dom.trimmedText.textContent = fg.no_samples ? "" : trimNote(fg);
   dom.detail.textContent = state.full ? "Hide small frames" : "Show every frame";
+  compare.show(fg, graph);
   if (!fg.no_samples) {
     const t0 = performance.now();
     graph.setData(fg);
@@ -211,7 +216,7 @@ async function showHeader(si) {
   if (si === shown && pre.textContent.trim()) return;
   headerIndex = si;
   try {
-    const s = await cachedJSON(`${root.dataset.summaryUrl}?si=${encodeURIComponent(siParam(si))}`);
+    const s = await cachedJSON(root.dataset.summaryUrl + apiQuery([`si=${encodeURIComponent(siParam(si))}`]));
     if (headerIndex === si) pre.textContent = s.header.join("\n");
   } catch {
     // the previous lines stay; the flame graph and the table are what matter
@@ -236,6 +241,9 @@ function trimNote(fg) {
   const count = (n) => n.toLocaleString("en-US");
   const shown = fg.nodes.name.length - 1;
   if (!hidesWeight(fg)) return `Every frame shown (${count(shown)}).`;
+  // A diff's frames are before + after wide: what is hidden is a share of that width.
+  const whole = fg.diff ? fg.width_total : fg.total;
+  const hidden = fg.diff ? t.width : t.value;
   const limits = [];
   if (t.budget) limits.push(`the ${count(shown)} heaviest frames`);
   if (t.node_fraction) limits.push(`frames over ${formatPct(t.node_fraction, 1)} of the total`);
@@ -244,10 +252,10 @@ function trimNote(fg) {
   if (t.max != null) {
     text += `, each at most ${formatValue(t.max, fg.unit)}`;
     // Their width when zoomed out: under a pixel means the picture is the same without them.
-    const px = fg.total ? (Math.abs(t.max) / fg.total) * $("fg-scroll").clientWidth : 0;
+    const px = whole ? (Math.abs(t.max) / whole) * $("fg-scroll").clientWidth : 0;
     if (px < 1) text += " (under a pixel wide unzoomed)";
   }
-  return `${text}: ${formatValue(t.value, fg.unit)}, ${formatPct(t.value, fg.total)} of the total.`;
+  return `${text}: ${formatValue(hidden, fg.unit)}, ${formatPct(hidden, whole)} of the ${fg.diff ? "width" : "total"}.`;
 }
 
 /** Marks the flame graph's first paint for bench/paint.py (times from navigation start). */
@@ -298,6 +306,10 @@ function applySearch(q, opts = {}) {
   if (matched == null) {
     dom.share.textContent = "";
     dom.share.dataset.share = "";
+  } else if (fg.diff) {
+    const m = describeDiffMatch(graph.matchedSides, fg);
+    dom.share.textContent = m.text;
+    dom.share.dataset.share = String(m.share);
   } else {
     dom.share.textContent = `matched ${formatValue(matched, fg.unit)} · ${formatPct(matched, fg.total)} of total`;
     dom.share.dataset.share = String(fg.total ? matched / fg.total : 0);
@@ -346,11 +358,15 @@ function renderTop() {
   const rows = top && top.rows ? top.rows.slice() : [];
   const key = state.sortKey;
   const dir = state.sortDesc ? -1 : 1;
+  const diff = Boolean(top && top.diff);
+  diffTopHead(dom.topHead, diff);
+  // A diff sorts its deltas by size, as pprof does (|flat|), and keeps pprof's order on ties.
+  const val = diff && (key === "flat" || key === "cum") ? (r) => Math.abs(r[key]) : (r) => r[key];
   rows.sort((a, b) => {
-    const av = a[key];
-    const bv = b[key];
+    const av = val(a);
+    const bv = val(b);
     if (typeof av === "string") return dir * av.localeCompare(bv);
-    return dir * (av - bv) || a.name.localeCompare(b.name);
+    return dir * (av - bv) || (diff ? 0 : a.name.localeCompare(b.name));
   });
   // sum% is a running total of flat% down the table, as in pprof's top, whatever the order.
   let sum = 0;
@@ -366,7 +382,7 @@ function renderTop() {
   for (const r of visible.slice(0, MAX_ROWS)) {
     const tr = document.createElement("tr");
     tr.dataset.name = r.name;
-    const cells = [
+    const cells = diff ? diffTopCells(r, unit, total) : [
       formatValue(r.flat, unit),
       formatPct(r.flat, total),
       formatPct(r.sum, total),
@@ -588,8 +604,12 @@ window.addEventListener("hashchange", () => {
   }
 });
 
+const compare = setupCompare(root);
+
 async function start() {
   setupWaysOut();
+  // A diff's header lines are the diff's: the server rendered the profile's own.
+  if (diffParams() && $("pprof-header")) $("pprof-header").textContent = "";
   const want = readUrl();
   state.q = want.q;
   getJSON(root.dataset.recordUrl)

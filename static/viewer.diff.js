@@ -232,6 +232,7 @@ export function diffTopHead(thead, on) {
   }
   thead.replaceChildren(row);
   thead.dataset.diff = String(on);
+  thead.parentElement.classList.toggle("top-diff", on);
 }
 
 /** The number cells of one diff row, in DIFF_COLUMNS' order (shares of pprof's total). */

@@ -277,3 +277,19 @@ def test_hostile_names_and_titles_stay_text_in_a_diff(page, live_server):
     assert page.evaluate("() => window.__pwned") is None
     assert page.locator("#viewer img, #viewer svg, #viewer script:not([src])").count() == 0
     assert page.console_errors == []
+
+
+def test_profiles_pprof_would_not_compare_say_why(page, live_server, pair):
+    _, new = pair
+    heap = upload(live_server, CORPUS / "go-runtime" / "heap.pb.gz")
+    page.goto(f"{new}?diff_base={pid(heap)}")
+    page.wait_for_selector("#viewer[data-state]", timeout=60_000)
+    assert page.get_attribute("#viewer", "data-state") == "error"
+    assert "incompatible" in page.inner_text("#status")
+    assert page.is_visible("#diff-head")  # what was asked stays named, with the way back
+    # A reference that names no profile is refused in the form, before any request.
+    page.click("#compare summary")
+    page.fill("#compare-ref", "not a link")
+    page.click("#compare-form button[type=submit]")
+    assert "neither a profile id nor a link" in page.inner_text("#compare-error")
+    assert pid(page.url) == pid(new)

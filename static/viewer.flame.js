@@ -137,7 +137,9 @@ export class FlameGraph {
     if (d.diff) {
       const name = diffPaletteName();
       const light = this.palette.light;
-      for (let i = 0; i < d.n; i++) d.nodeColour[i] = diffColour(changeOf(d.before[i], d.after[i]), name, light);
+      for (let i = 0; i < d.n; i++) {
+        d.nodeColour[i] = diffColour(changeOf(d.before[i], d.after[i]), name, light);
+      }
       return;
     }
     for (let k = 0; k < d.names.length; k++) d.colour[k] = colourOf(d.names[k] || "root", this.palette);
@@ -346,11 +348,13 @@ export class FlameGraph {
     const name = i === 0 ? "all" : d.names[d.name[i]];
     field("name").textContent = name;
     field("file").textContent = d.files[d.name[i]] || "";
-    fillDiffTip(tip, d, i);
-    if (!d.diff) field("value").textContent =
-      `${formatValue(d.value[i], d.unit)} (${formatPct(d.value[i], d.total)} of total)`;
-    if (!d.diff) field("self").textContent =
-      `self ${formatValue(d.self[i], d.unit)} (${formatPct(d.self[i], d.total)})`;
+    fillDiffTip(tip, d, i); // a diff's lines (before, after, delta), or hides them
+    if (!d.diff) {
+      field("value").textContent =
+        `${formatValue(d.value[i], d.unit)} (${formatPct(d.value[i], d.total)} of total)`;
+      field("self").textContent =
+        `self ${formatValue(d.self[i], d.unit)} (${formatPct(d.self[i], d.total)})`;
+    }
     tip.hidden = false;
     const pad = 14;
     const r = tip.getBoundingClientRect();

@@ -608,8 +608,9 @@ const compare = setupCompare(root);
 
 async function start() {
   setupWaysOut();
-  // A diff's header lines are the diff's: the server rendered the profile's own.
-  if (diffParams() && $("pprof-header")) $("pprof-header").textContent = "";
+  // pprof's header lines describe this profile alone (the summary view takes no base): on a
+  // diff page, the diff's head names both sides instead.
+  if (diffParams() && $("pprof-header")) $("pprof-header").hidden = true;
   const want = readUrl();
   state.q = want.q;
   getJSON(root.dataset.recordUrl)

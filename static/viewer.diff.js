@@ -13,7 +13,10 @@ export const DIFF_PALETTES = {
   blueorange: { label: "blue / orange (colour-blind safe)", grew: 30, shrank: 212 },
 };
 
+let chosen = null; // this page's choice, should the browser's storage refuse it
+
 export function diffPaletteName() {
+  if (chosen) return chosen;
   try {
     const name = localStorage.getItem(STORE_KEY);
     return name && DIFF_PALETTES[name] ? name : "redgreen";
@@ -23,6 +26,7 @@ export function diffPaletteName() {
 }
 
 function saveDiffPalette(name) {
+  chosen = name;
   try {
     localStorage.setItem(STORE_KEY, name);
   } catch {
@@ -42,8 +46,11 @@ export function changeOf(before, after) {
   return width && delta ? Math.sign(delta) * Math.min(1, Math.abs(delta) / width) : 0;
 }
 
-/** The fill of a frame whose share of change is `change` (-1 .. 1; 0: neutral grey). */
+const NEUTRAL = 0.001; // under 0.1% of a frame changed (normalize's rounding, say): grey
+
+/** The fill of a frame whose share of change is `change` (-1 .. 1; about 0: neutral grey). */
 export function diffColour(change, name, light) {
+  if (Math.abs(change) < NEUTRAL) change = 0;
   const step = Math.round(Math.abs(change) * STEPS);
   const key = `${name}/${light}/${Math.sign(change)}/${step}`;
   let c = colourCache.get(key);
@@ -176,7 +183,7 @@ export function renderLegend(container, light, onPalette) {
   const note = document.createElement("span");
   note.className = "vw-muted";
   note.textContent =
-    "Width: before + after. Colour: how much of the frame changed (full colour: new or gone; grey: no change).";
+    "Width: before + after. Colour: how much of the frame changed (full colour: new or gone; grey: under 0.1%).";
   const select = document.createElement("select");
   select.id = "diff-palette";
   select.setAttribute("aria-label", "Diff colours");

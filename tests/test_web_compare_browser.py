@@ -177,6 +177,12 @@ def test_diff_top_table_has_both_sides_in_pprofs_order(page, pair):
     page.click("#top-table th[data-key=before_flat] button")
     before = [r[0] for r in top_rows(page)]
     assert before[0] == "400ms"
+    # Another sample type is the same diff of that type: the query goes with every request.
+    page.select_option("#sample-type", "0")
+    page.wait_for_selector("#viewer[data-sample-type=samples]")
+    assert page.inner_text("#total") == "85 → 90 samples (+5, +5.9%)"
+    assert {r[-1]: r for r in top_rows(page)}["grow.fn"][:3] == ["10", "40", "+30"]
+    assert "diff_base=" in page.url and "si=samples" in page.url
     assert page.console_errors == []
 
 

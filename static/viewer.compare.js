@@ -114,7 +114,8 @@ class Compare {
   }
 
   compareForm() {
-    const details = el("details", { id: "compare", className: "cmp" }, el("summary", { textContent: "Compare with…" }));
+    const summary = el("summary", { textContent: "Compare with…" });
+    const details = el("details", { id: "compare", className: "cmp" }, summary);
     const input = el("input", {
       id: "compare-ref", type: "text", className: "mono", placeholder: "link or id of the base profile",
       autocomplete: "off", spellcheck: false, required: true,
@@ -144,7 +145,7 @@ class Compare {
     const form = el(
       "form", { id: "compare-form", className: "cmp-form" },
       input, pick, mode,
-      el("label", {}, normalize, " normalize (scale the base to this total)"),
+      el("label", {}, normalize, " normalize (scale this profile to the base's total)"),
       el("button", { type: "submit", textContent: "Compare" }),
       error,
     );
@@ -172,7 +173,8 @@ class Compare {
   }
 
   mergeForm() {
-    const details = el("details", { id: "merge", className: "cmp" }, el("summary", { textContent: "Merge with…" }));
+    const summary = el("summary", { textContent: "Merge with…" });
+    const details = el("details", { id: "merge", className: "cmp" }, summary);
     const input = el("textarea", {
       id: "merge-refs", className: "mono", rows: 2, spellcheck: false,
       placeholder: "links or ids, separated by spaces or new lines",
@@ -232,6 +234,7 @@ class Compare {
       mode === "diff_base"
         ? "this profile less its base (pprof -diff_base: percentages of the base)"
         : "this profile less the base (pprof -base: percentages of the difference)";
+    const scaled = normalize ? ", this profile scaled to the base's total (-normalize)." : ".";
     const swap = el("a", { id: "diff-swap", className: "cmp-button", textContent: "⇄ Swap sides" });
     const q = this.plainParams();
     q.set(mode, this.id);
@@ -243,11 +246,14 @@ class Compare {
       swap.hidden = true; // several bases merged: no single profile to put first
     }
     const plain = el("a", {
-      id: "diff-plain", className: "cmp-button", textContent: "Plain profile", href: this.pageUrl(this.id, this.plainParams()),
+      id: "diff-plain",
+      className: "cmp-button",
+      textContent: "Plain profile",
+      href: this.pageUrl(this.id, this.plainParams()),
     });
     this.totals = el("span", { id: "diff-totals", className: "cmp-totals" });
     section.append(
-      el("p", { className: "cmp-how" }, el("strong", { textContent: "Diff: " }), how + (normalize ? ", base normalized" : "") + ". "),
+      el("p", { className: "cmp-how" }, el("strong", { textContent: "Diff: " }), how + scaled),
       after, before,
       el("p", { className: "cmp-actions" }, this.totals, swap, plain),
     );
@@ -257,20 +263,23 @@ class Compare {
       const id = profileId(ref);
       const target = k ? el("div", { className: "cmp-side" }) : before;
       if (k) section.insertBefore(target, section.lastChild);
-      this.side(target, refs.length > 1 ? `Before (${k + 1} of ${refs.length})` : "Before", id, id && `${this.prefix}/api/v1/profiles/${id}`);
+      const label = refs.length > 1 ? `Before (${k + 1} of ${refs.length})` : "Before";
+      this.side(target, label, id, id && `${this.prefix}/api/v1/profiles/${id}`);
     });
     // A command that makes the same diff with go tool pprof.
     const cmd = document.getElementById("pprof-cmd");
     if (cmd) {
       const raw = (id) => new URL(`${this.prefix}/${id}/raw`, location.href).href;
       const bases = refs.map((r) => profileId(r)).filter(Boolean).map(raw);
-      cmd.value = `go tool pprof -http=: -${mode}=${bases.join(",")}${normalize ? " -normalize" : ""} ${raw(this.id)}`;
+      const flags = `-${mode}=${bases.join(",")}${normalize ? " -normalize" : ""}`;
+      cmd.value = `go tool pprof -http=: ${flags} ${raw(this.id)}`;
     }
   }
 
   /** One side of the diff: its title (a link to it), then what its record says. */
   async side(box, label, id, recordUrl) {
-    const link = el("a", { className: "cmp-title", textContent: id || "?", href: id ? this.pageUrl(id, new URLSearchParams(), false) : "#" });
+    const href = id ? this.pageUrl(id, new URLSearchParams(), false) : "#";
+    const link = el("a", { className: "cmp-title", textContent: id || "?", href });
     const facts = el("span", { className: "vw-muted cmp-facts" });
     box.replaceChildren(el("span", { className: "cmp-label", textContent: label + ": " }), link, " ", facts);
     box.dataset.id = id || "";
@@ -311,7 +320,9 @@ class Compare {
     renderLegend(legend, graph.palette.light, repaint);
     if (!this.themed) {
       this.themed = true;
-      document.addEventListener("themechange", () => setTimeout(() => renderLegend(legend, graph.palette.light, repaint)));
+      // The legend's swatches follow the theme's lightness, once the graph has re-read it.
+      const redraw = () => renderLegend(legend, graph.palette.light, repaint);
+      document.addEventListener("themechange", () => setTimeout(redraw));
     }
     if (this.totals) this.totals.textContent = diffTotalText(fg);
     if (fg.diff_mode === "labels" && !document.getElementById("diff-head")) {
@@ -320,7 +331,8 @@ class Compare {
       note.append(p);
       p.append(
         el("strong", { textContent: "Diff: " }),
-        "this profile is itself a diff (go tool pprof -proto -diff_base): samples labelled pprof::base=true are the base (before), the others the new profile (after). ",
+        "this profile is itself a diff (go tool pprof -proto -diff_base): samples labelled " +
+          "pprof::base=true are the base (before), the others the new profile (after).",
       );
       note.append(el("p", { className: "cmp-totals", textContent: diffTotalText(fg) }));
       this.root.querySelector(".vw-head").after(note);

@@ -90,7 +90,8 @@ export function diffTotalText(fg) {
   const type = fg.sample_type && fg.sample_type.type ? " " + fg.sample_type.type : "";
   const b = fg.before_total;
   const a = fg.after_total;
-  return `${formatValue(b, fg.unit)} → ${formatValue(a, fg.unit)}${type} (${formatDelta(a - b, fg.unit)}, ${relativeChange(b, a)})`;
+  const change = `${formatDelta(a - b, fg.unit)}, ${relativeChange(b, a)}`;
+  return `${formatValue(b, fg.unit)} → ${formatValue(a, fg.unit)}${type} (${change})`;
 }
 
 /** The search share of a diff: both sides of the matched stacks, each of its own side's total

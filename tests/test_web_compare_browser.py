@@ -286,7 +286,7 @@ def test_hostile_names_and_titles_stay_text_in_a_diff(page, live_server):
 
 
 def test_profiles_pprof_would_not_compare_say_why(page, live_server, pair):
-    _, new = pair
+    base, new = pair
     heap = upload(live_server, CORPUS / "go-runtime" / "heap.pb.gz")
     page.goto(f"{new}?diff_base={pid(heap)}")
     page.wait_for_selector("#viewer[data-state]", timeout=60_000)
@@ -299,3 +299,15 @@ def test_profiles_pprof_would_not_compare_say_why(page, live_server, pair):
     page.click("#compare-form button[type=submit]")
     assert "neither a profile id nor a link" in page.inner_text("#compare-error")
     assert pid(page.url) == pid(new)
+    # A link is taken as its id; the mode and normalize go into the query as pprof's flags.
+    page.fill("#compare-ref", base + "/raw")
+    page.select_option("#compare-mode", "base")
+    page.check("#compare-normalize")
+    page.click("#compare-form button[type=submit]")
+    page.wait_for_url(
+        re.compile(rf"/{re.escape(pid(new))}\?base={re.escape(pid(base))}&normalize=1")
+    )
+    page.wait_for_selector("#viewer[data-state=ready]")
+    assert page.get_attribute("#viewer", "data-diff") == "base"
+    assert "scaled to the base's total" in page.inner_text("#diff-head")
+    assert page.inner_text("#total").startswith("850ms → 850ms")  # scaled to the base's

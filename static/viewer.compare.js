@@ -258,13 +258,17 @@ class Compare {
       el("p", { className: "cmp-actions" }, this.totals, swap, plain),
     );
     head.after(section);
-    this.side(after, "After", this.id, this.root.dataset.recordUrl);
+    const sides = [this.side(after, "After", this.id, this.root.dataset.recordUrl)];
     refs.forEach((ref, k) => {
       const id = profileId(ref);
       const target = k ? el("div", { className: "cmp-side" }) : before;
       if (k) section.insertBefore(target, section.lastChild);
       const label = refs.length > 1 ? `Before (${k + 1} of ${refs.length})` : "Before";
-      this.side(target, label, id, id && `${this.prefix}/api/v1/profiles/${id}`);
+      sides.push(this.side(target, label, id, id && `${this.prefix}/api/v1/profiles/${id}`));
+    });
+    // The tab says what is compared: "after − before · pprof-share".
+    Promise.all(sides).then((names) => {
+      document.title = `${names[0]} − ${names.slice(1).join(" + ")} · pprof-share`;
     });
     // A command that makes the same diff with go tool pprof.
     const cmd = document.getElementById("pprof-cmd");
@@ -276,14 +280,15 @@ class Compare {
     }
   }
 
-  /** One side of the diff: its title (a link to it), then what its record says. */
+  /** One side of the diff: its title (a link to it), then what its record says; resolves to
+   * the title. */
   async side(box, label, id, recordUrl) {
     const href = id ? this.pageUrl(id, new URLSearchParams(), false) : "#";
     const link = el("a", { className: "cmp-title", textContent: id || "?", href });
     const facts = el("span", { className: "vw-muted cmp-facts" });
     box.replaceChildren(el("span", { className: "cmp-label", textContent: label + ": " }), link, " ", facts);
     box.dataset.id = id || "";
-    if (!recordUrl) return;
+    if (!recordUrl) return link.textContent;
     try {
       const res = await fetch(recordUrl, { headers: { Accept: "application/json" } });
       const rec = await res.json();
@@ -301,6 +306,7 @@ class Compare {
       facts.textContent = `(${err.message})`;
     }
     box.dataset.loaded = "1";
+    return link.textContent;
   }
 
   /** Per view of the flame graph: the legend and the totals of a diff (fg.diff), or neither. */

@@ -133,6 +133,8 @@ def test_compare_with_lands_on_a_diff_that_grew_and_shrank(page, live_server, pa
     # Both sides are named, with what their records say.
     page.wait_for_selector("#diff-before[data-loaded]")
     assert page.inner_text("#diff-before .cmp-title") == "before the fix"
+    page.wait_for_function("() => document.title.includes('−')")
+    assert page.title() == "after the fix − before the fix · pprof-share"
     assert "after the fix" in page.inner_text("#diff-after")
     assert re.search(r"cpu.*taken 2025-11-24.*over 10s", page.inner_text("#diff-before"))
     assert page.inner_text("#total") == "850ms → 900ms cpu (+50ms, +5.9%)"
@@ -277,6 +279,8 @@ def test_hostile_names_and_titles_stay_text_in_a_diff(page, live_server):
     page.wait_for_selector("#diff-before[data-loaded]")
     assert page.inner_text("#diff-before .cmp-title") == HOSTILE[0]
     assert page.inner_text("#diff-after .cmp-title") == HOSTILE[2]
+    page.wait_for_function("() => document.title.includes('−')")
+    assert page.title() == f"{HOSTILE[2]} − {HOSTILE[0]} · pprof-share"
     assert HOSTILE[1] in [r[-1] for r in top_rows(page)]
     tip = hover_frame(page, HOSTILE[1])
     assert "new" in tip

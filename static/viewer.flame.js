@@ -1,3 +1,4 @@
+import { changeOf, diffColour, diffData, diffPaletteName, fillDiffTip } from "./viewer.diff.js";
 import { formatPct, formatValue } from "./viewer.format.js";
 
 // The flame graph of the profile page: an icicle on a canvas, laid out in typed arrays.
@@ -111,7 +112,12 @@ export class FlameGraph {
       gen: 0,
       rows: 1,
       colour: new Array(fg.names.length),
+      diff: Boolean(fg.diff),
     };
+    // A frame is as wide as its value, or, in a diff, as before + after (README "Compare and
+    // merge"): a frame that appeared or vanished keeps the width it had where it ran.
+    if (d.diff) Object.assign(d, diffData(fg));
+    else d.width = d.value.map(Math.abs);
     const stack = [];
     for (let i = 0; i < n; i++) {
       while (stack.length && d.depth[stack[stack.length - 1]] >= d.depth[i]) {
@@ -130,6 +136,14 @@ export class FlameGraph {
 
   paintColours() {
     const d = this.data;
+    if (d.diff) {
+      const name = diffPaletteName();
+      const light = this.palette.light;
+      for (let i = 0; i < d.n; i++) {
+        d.nodeColour[i] = diffColour(changeOf(d.before[i], d.after[i]), name, light);
+      }
+      return;
+    }
     for (let k = 0; k < d.names.length; k++) d.colour[k] = colourOf(d.names[k] || "root", this.palette);
   }
 
@@ -194,7 +208,7 @@ export class FlameGraph {
     const anc = [];
     for (let a = d.parent[z]; a >= 0; a = d.parent[a]) anc.push(a);
     for (let k = anc.length - 1; k >= 0; k--) d.order[count++] = anc[k];
-    const scale = Math.abs(d.value[z]) || 1;
+    const scale = d.width[z] || 1;
     const cursor = new Map(); // parent -> next free x (only frames with children use it)
     d.x[z] = 0;
     d.w[z] = 1;
@@ -206,7 +220,7 @@ export class FlameGraph {
       const p = d.parent[i];
       const left = cursor.get(p);
       const room = d.x[p] + d.w[p] - left;
-      const w = Math.min(Math.abs(d.value[i]) / scale, room);
+      const w = Math.min(d.width[i] / scale, room);
       if (w < minW) {
         // Too thin to see, and so is everything under it.
         cursor.set(p, left + Math.max(w, 0));
@@ -277,7 +291,7 @@ export class FlameGraph {
       const y = row * ROW - top;
       const nameIdx = d.name[i];
       const hit = !match || match[nameIdx];
-      ctx.fillStyle = hit ? d.colour[nameIdx] : pal.dim;
+      ctx.fillStyle = !hit ? pal.dim : d.diff ? d.nodeColour[i] : d.colour[nameIdx];
       ctx.globalAlpha = i !== z && d.shown[i] === d.gen && isAncestor(d, i, z) ? 0.55 : 1;
       ctx.fillRect(x, y, Math.max(w - (w > 2 ? 1 : 0), MIN_PX), ROW - 1);
       if (i === this.hover) {
@@ -338,10 +352,13 @@ export class FlameGraph {
     const name = i === 0 ? this.rootLabel ?? "all" : d.names[d.name[i]];
     field("name").textContent = name;
     field("file").textContent = d.files[d.name[i]] || "";
-    field("value").textContent =
-      `${formatValue(d.value[i], d.unit)} (${formatPct(d.value[i], d.total)} of total)`;
-    field("self").textContent =
-      `self ${formatValue(d.self[i], d.unit)} (${formatPct(d.self[i], d.total)})`;
+    fillDiffTip(tip, d, i); // a diff's lines (before, after, delta), or hides them
+    if (!d.diff) {
+      field("value").textContent =
+        `${formatValue(d.value[i], d.unit)} (${formatPct(d.value[i], d.total)} of total)`;
+      field("self").textContent =
+        `self ${formatValue(d.self[i], d.unit)} (${formatPct(d.self[i], d.total)})`;
+    }
     tip.hidden = false;
     const pad = 14;
     const r = tip.getBoundingClientRect();
@@ -378,15 +395,21 @@ export class FlameGraph {
     const match = new Uint8Array(d.names.length);
     for (let k = 1; k < d.names.length; k++) match[k] = re.test(d.names[k]) ? 1 : 0;
     let sum = 0;
+    const sides = { before: 0, after: 0 }; // a diff's matched stacks, side by side
     for (let i = 1; i < d.n; ) {
       if (match[d.name[i]]) {
         sum += d.value[i]; // the topmost match covers every deeper match on its stacks
+        if (d.diff) {
+          sides.before += d.before[i];
+          sides.after += d.after[i];
+        }
         i = d.end[i];
       } else {
         i++;
       }
     }
     this.match = match;
+    this.matchedSides = sides;
     this.draw();
     return sum;
   }

@@ -3,6 +3,7 @@
 // budget); a zoom into a frame whose subtree lost frames to it asks for that subtree alone
 // (flamegraph?zoom=[path], with a budget of its own) and draws that, with the path above it.
 import { cached } from "./viewer.api.js";
+import { describeDiffMatch } from "./viewer.diff.js";
 import { FlameGraph } from "./viewer.flame.js";
 import { formatPct, formatValue } from "./viewer.format.js";
 
@@ -128,7 +129,9 @@ export class FlameView {
     }
     const want = wantPath && wantPath.length > path.length && samePrefix(wantPath, path) ? wantPath : path;
     const fetched = root && want.length === root.length && samePrefix(want, root);
-    if (!fetched && (want.length > path.length || this.trimmedUnder(z))) this.fetchDetail(want);
+    // A diff's subtree would come without its sides (zoom= is a plain flame graph's): not fetched.
+    const detail = !this.base.diff && (want.length > path.length || this.trimmedUnder(z));
+    if (!fetched && detail) this.fetchDetail(want);
     this.current = want;
     this.dom.root.dataset.flameRows = String(g.data.rows); // rows drawn, for tests and bench
     this.renderCrumbs(z);
@@ -192,6 +195,13 @@ export class FlameView {
     if (matched == null) {
       share.textContent = "";
       share.dataset.share = "";
+      return;
+    }
+    if (doc.diff) {
+      // Each side of the matched stacks, of its own side's total (a diff is drawn whole).
+      const m = describeDiffMatch(this.graph.matchedSides, doc);
+      share.textContent = m.text;
+      share.dataset.share = String(m.share);
       return;
     }
     share.textContent = `matched ${formatValue(matched, doc.unit)} · ${formatPct(matched, doc.total)} of total`;

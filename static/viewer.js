@@ -3,6 +3,8 @@
 // Everything from the profile (names, files, labels, comments) is data: it reaches the page
 // through textContent, attribute values and canvas fillText only, never through innerHTML.
 import { cached, getJSON } from "./viewer.api.js";
+import { diffParams, setupCompare } from "./viewer.compare.js";
+import { diffTotalText } from "./viewer.diff.js";
 import { FlameView } from "./viewer.flameview.js";
 import { formatPct, formatValue } from "./viewer.format.js";
 import { GraphView } from "./viewer.graph.js";
@@ -232,7 +234,11 @@ async function refresh(opts = {}) {
   showNotes();
   const type = fg.sample_type;
   const typeName = type ? `${type.type || "?"}` : "";
-  dom.total.textContent = fg.no_samples ? "no samples" : `${formatValue(fg.total, fg.unit)}${typeName ? " " + typeName : ""}`;
+  dom.total.textContent = fg.no_samples
+    ? "no samples"
+    : fg.diff
+      ? diffTotalText(fg)
+      : `${formatValue(fg.total, fg.unit)}${typeName ? " " + typeName : ""}`;
   dom.total.dataset.total = String(fg.total);
   dom.empty.hidden = !fg.no_samples;
   const filtered = (fg.filters || []).length > 0;
@@ -242,6 +248,7 @@ async function refresh(opts = {}) {
     const t0 = performance.now();
     flame.re = null;
     flame.search(state.q); // the search of the URL: drawn with the new tree
+    compare.show(fg, flame.graph);
     flame.setBase(fg, opts.zoomPath || []);
     root.dataset.paintMs = (performance.now() - t0).toFixed(1);
     if (!root.dataset.flamePaintedAt) markFirstPaint(root);
@@ -357,8 +364,13 @@ window.addEventListener("popstate", followUrl);
 
 const zoomOf = (frag) => (frag.zoom ? frag.zoom.split(";") : []);
 
+const compare = setupCompare(root);
+
 async function start() {
   setupWaysOut(root);
+  // pprof's header lines describe this profile alone (the summary view takes no base): on a
+  // diff page, the diff's head names both sides instead.
+  if (diffParams() && $("pprof-header")) $("pprof-header").hidden = true;
   const want = url.readFragment();
   state.q = want.q || "";
   dom.search.value = state.q;

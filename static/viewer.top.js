@@ -1,4 +1,5 @@
 // The top table: sortable, filterable, paged ("Show more") so that every row can be reached.
+import { diffTopCells, diffTopHead } from "./viewer.diff.js";
 import { formatPct, formatValue } from "./viewer.format.js";
 
 const PAGE = 500;
@@ -105,11 +106,14 @@ export class TopTable {
     const rows = this.shownRows();
     const unit = this.doc ? this.doc.unit : "";
     const total = this.doc ? this.doc.total : 0;
+    // A diff's columns: each side beside pprof's delta (sum% of signed deltas would mean little).
+    const diff = Boolean(this.doc && this.doc.diff);
+    diffTopHead(this.head, diff);
     const frag = document.createDocumentFragment();
     for (const r of rows.slice(0, this.limit)) {
       const tr = document.createElement("tr");
       tr.dataset.name = r.name;
-      const cells = [
+      const cells = diff ? diffTopCells(r, unit, total) : [
         formatValue(r.flat, unit),
         formatPct(r.flat, total),
         formatPct(r.sum, total),

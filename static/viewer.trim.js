@@ -15,6 +15,9 @@ export function trimNote(fg, width) {
   const shown = fg.nodes.name.length - 1;
   const where = fg.zoom ? "Zoomed in with a budget of its own: " : "";
   if (!hidesWeight(fg)) return `${where}Every frame shown (${count(shown)}).`;
+  // A diff's frames are before + after wide: what is hidden is a share of that width.
+  const whole = fg.diff ? fg.width_total : fg.total;
+  const hidden = fg.diff ? t.width : t.value;
   const limits = [];
   if (t.budget) limits.push(`the ${count(shown)} heaviest frames`);
   if (t.node_fraction) limits.push(`frames over ${formatPct(t.node_fraction, 1)} of the total`);
@@ -23,10 +26,10 @@ export function trimNote(fg, width) {
   if (t.max != null) {
     text += `, each at most ${formatValue(t.max, fg.unit)}`;
     // Their width when zoomed out: under a pixel means the picture is the same without them.
-    const px = fg.total ? (Math.abs(t.max) / fg.total) * width : 0;
+    const px = whole ? (Math.abs(t.max) / whole) * width : 0;
     if (px < 1 && !fg.zoom) text += " (under a pixel wide unzoomed)";
   }
-  return `${text}: ${formatValue(t.value, fg.unit)}, ${formatPct(t.value, fg.total)} of the total.`;
+  return `${text}: ${formatValue(hidden, fg.unit)}, ${formatPct(hidden, whole)} of the ${fg.diff ? "width" : "total"}.`;
 }
 
 /** Marks the flame graph's first paint for bench/paint.py (times from navigation start). */

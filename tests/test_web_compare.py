@@ -200,3 +200,46 @@ def test_merge_and_diff_limits_are_settings(make_app) -> None:  # type: ignore[n
     files = form(corpus(SMALL), corpus(LABELS))
     assert small.post("/?merge=1", data=files).status_code == 413
     assert small.get(f"/{a}/top?diff_base={b}").status_code == 413
+
+
+@pytest.mark.parametrize(
+    "refine",
+    ["focus=main", "hide=runtime&granularity=lines", "tagfocus=endpoint=users", "show_from=main"],
+)
+def test_a_filtered_diff_keeps_both_sides(web, refine: str) -> None:  # type: ignore[no-untyped-def]
+    """With pprof's filters a diff still gives each side (the page draws and colours by them):
+    each side is that profile refined alone, as the filters keep or reshape stacks one sample
+    at a time, and pprof's signed values are after less before."""
+    new, base = upload(web, LABELS), upload(web, SMALL)
+    api = f"/api/v1/profiles/{new}"
+    fg = web.get(f"{api}/flamegraph?diff_base={base}&{refine}").get_json()
+    nodes = fg["nodes"]
+    assert fg["diff"] and fg["filters"]
+    for value, before, after in zip(nodes["value"], nodes["before"], nodes["after"], strict=True):
+        assert value == after - before
+    assert nodes["after"][0] > 0
+    # The base (cpu-small) has no labels: a tag filter leaves it nothing.
+    assert (nodes["before"][0] > 0) == ("tagfocus" not in refine)
+    assert fg["width_total"] == nodes["before"][0] + nodes["after"][0]
+    top = web.get(f"{api}/top?diff_base={base}&{refine}").get_json()
+    rows = top["rows"]
+    plain = {
+        side: web.get(f"/api/v1/profiles/{pid}/top?{refine}").get_json()["rows"]
+        for side, pid in (("before", base), ("after", new))
+    }
+    for side, own in plain.items():
+        flat = dict(zip(own["name"], own["flat"], strict=True))
+        cum = dict(zip(own["name"], own["cum"], strict=True))
+        for i, name in enumerate(rows["name"]):
+            assert rows[f"{side}_flat"][i] == flat.get(name, 0), (side, name)
+            assert rows[f"{side}_cum"][i] == cum.get(name, 0), (side, name)
+    diffs = [rows["after_flat"][i] - rows["before_flat"][i] for i in range(len(rows["name"]))]
+    assert rows["flat"] == diffs
+    assert top["before_total"] == fg["before_total"] and top["after_total"] == fg["after_total"]
+
+
+def test_zoom_into_a_diff_is_a_400_that_says_so(web) -> None:  # type: ignore[no-untyped-def]
+    new, base = upload(web, LABELS), upload(web, SMALL)
+    reply = web.get(f'/api/v1/profiles/{new}/flamegraph?diff_base={base}&zoom=["main.main"]')
+    assert reply.status_code == 400
+    assert "zoom= is not available on a diff" in reply.get_json()["error"]["message"]

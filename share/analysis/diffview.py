@@ -16,7 +16,7 @@ import numpy as np
 
 from . import flame
 from .combine import Shown
-from .graph import Graph, graph, node_sums
+from .graph import Graph, graph, node_sums, stack_node_sums
 from .top import columns, top
 from .units import wrap64
 
@@ -60,12 +60,67 @@ def _header(s: Shown, g: Graph, before: np.ndarray, after: np.ndarray) -> dict[s
     }
 
 
+def sides_header(s: Shown, g: Graph) -> dict[str, Any]:
+    """What a diff's JSON says of its sides (mode, totals) beside pprof's own fields."""
+    before, after = _sides(s, g)
+    head = _header(s, g, before, after)
+    return {k: head[k] for k in ("diff_mode", "normalize", "before_total", "after_total")}
+
+
 def flamegraph(s: Shown, index: int | None, node_fraction: float, budget: int) -> dict[str, Any]:
     """The differential flame graph JSON (README "Diffs")."""
     g = graph(s.tables, index)
+    (before_s, _, _), (after_s, _, _) = _side_sums(s, g)
+    return _flame_doc(s, g, (before_s, after_s), node_fraction, budget)
+
+
+def _refined_sides(s: Shown, g: Graph, sample_stack: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Per stack of a refined graph (explore.Report: sample_stack -1 for a dropped sample),
+    each side's weight: the filters keep, drop and reshape stacks, the sides follow them."""
+    before, after = _sides(s, g)
+    kept = np.flatnonzero(sample_stack >= 0)
+    n = len(g.stacks.frame_off) - 1
+    out = []
+    for side in (before, after):
+        ws = np.zeros(n, dtype=_I64)
+        np.add.at(ws, sample_stack[kept], side[kept])
+        out.append(ws)
+    return tuple(out)
+
+
+def refined_flamegraph(
+    s: Shown, g: Graph, sample_stack: np.ndarray, node_fraction: float, budget: int
+) -> dict[str, Any]:
+    """The differential flame graph of a diff with pprof's filters (g: the refined graph)."""
+    before_s, after_s = _refined_sides(s, g, sample_stack)
+    doc = _flame_doc(s, g, (before_s, after_s), node_fraction, budget)
+    doc["no_samples"] = not (bool(before_s.any()) or bool(after_s.any()))
+    return doc
+
+
+def refined_top_columns(
+    s: Shown, g: Graph, sample_stack: np.ndarray, nodes: np.ndarray
+) -> dict[str, list[int]]:
+    """Both sides' flat and cum of a refined diff's top rows (nodes of the refined graph)."""
+    out: dict[str, list[int]] = {}
+    for name, ws in zip(("before", "after"), _refined_sides(s, g, sample_stack), strict=True):
+        flat, cum = stack_node_sums(g.stacks, ws)
+        out[f"{name}_flat"] = flat[nodes].tolist()
+        out[f"{name}_cum"] = cum[nodes].tolist()
+    return out
+
+
+def _flame_doc(
+    s: Shown,
+    g: Graph,
+    stack_sides: tuple[np.ndarray, np.ndarray],
+    node_fraction: float,
+    budget: int,
+) -> dict[str, Any]:
+    """The differential flame graph of a graph's stacks, from each side's weight per stack."""
     before, after = _sides(s, g)
     st = g.stacks
-    (before_s, _, _), (after_s, _, _) = _side_sums(s, g)
+    before_s, after_s = stack_sides
     width = np.abs(before_s) + np.abs(after_s)
     root_width = int(width.sum(dtype=_I64))
     t, order, names, files, name_index = flame.layout(

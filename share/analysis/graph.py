@@ -78,6 +78,11 @@ def node_sums(st: Stacks, w: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nda
     wrap, as Go's); a node recursing in one stack counts once in its cum."""
     ws = np.zeros(len(st.frame_off) - 1, dtype=_I64)
     np.add.at(ws, st.stack_of, w)
+    return (ws, *stack_node_sums(st, ws))
+
+
+def stack_node_sums(st: Stacks, ws: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(flat per node, cum per node) of per-stack weights ws (node_sums' second half)."""
     flat = np.zeros(len(st.names), dtype=_I64)
     cum = np.zeros(len(st.names), dtype=_I64)
     off = st.frame_off
@@ -85,7 +90,7 @@ def node_sums(st: Stacks, w: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nda
     np.add.at(flat, st.frame_node[off[1:][nonempty] - 1], ws[nonempty])
     if len(st.first_owner):
         cum[st.first_nodes] = np.add.reduceat(ws[st.first_owner], st.first_starts)
-    return ws, flat, cum
+    return flat, cum
 
 
 def _merged_weights(t: Tables, w: np.ndarray) -> np.ndarray:

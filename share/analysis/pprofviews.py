@@ -14,7 +14,7 @@ from dataclasses import fields
 from typing import Any
 
 from ..pprof import ParsedProfile
-from . import dot, explore, flame, peek, svg, tags, zoom
+from . import diffview, dot, explore, flame, peek, svg, tags, zoom
 from .refine import Spec
 from .views import encode, top_doc_of
 
@@ -59,15 +59,27 @@ def with_options(name: str, plain: Render) -> Render:
             return explore.top_text(s.tables, o)
         rep = explore.report(s.tables, o)
         if name == "top":
-            doc = top_doc_of(rep.graph, explore.top_report(rep, o))
+            result = explore.top_report(rep, o)
+            doc = top_doc_of(rep.graph, result)
             doc["sort"] = "cum" if o.get("cum") else "flat"
-        elif "zoom" in o:
+            if s.diff:  # pprof's rows, with each side's flat and cum beside them
+                doc["rows"].update(
+                    diffview.refined_top_columns(s, rep.graph, rep.sample_stack, result.nodes)
+                )
+                doc.update(diffview.sides_header(s, rep.graph))
+        elif "zoom" in o and not s.diff:
             doc = zoom.zoomed(rep.graph, list(o["zoom"]), o["node_fraction"], o["budget"])
+        elif "zoom" in o:
+            raise explore.ReportError("zoom= is not available on a diff: zoom in the page")
+        elif s.diff:
+            doc = diffview.refined_flamegraph(
+                s, rep.graph, rep.sample_stack, o["node_fraction"], o["budget"]
+            )
         else:
             doc = flame.flamegraph(rep.graph, o["node_fraction"], o["budget"])
         doc["warnings"] = rep.warnings
         doc["filters"] = rep.filters
-        doc["diff"] = s.diff  # a diff with filters: pprof's signed values (no sides)
+        doc["diff"] = s.diff
         return encode(doc)
 
     return render

@@ -138,7 +138,7 @@ def summary_json(parsed: ParsedProfile, index: int | None) -> bytes:
     return _encode(summary.summary(parsed, index))
 
 
-VERSION = "v5"
+VERSION = "v6"
 
 # name -> (render(profiles, options) -> bytes, mimetype); profiles[0] is the profile shown.
 VIEWS: dict[str, tuple[Callable[[Sequence[ParsedProfile], Mapping[str, Any]], bytes], str]] = {

@@ -191,6 +191,7 @@ def test_graph_view_shows_pans_and_focuses(page, labelled):
     names = box.locator("g.node[data-name]").evaluate_all("(els) => els.map((e) => e.dataset.name)")
     assert "sort.partition" in names and "crypto/sha256.block" in names
     assert box.locator("svg").count() == 1 and box.locator("script, foreignObject, a").count() == 0
+    assert box.locator("[id]").count() == 0  # the page's ids stay the page's
     # The node's text is the name Graphviz drew, broken at its dots.
     node = box.locator("g.node[data-name='sort.partition']")
     assert "partition" in node.text_content()

@@ -128,7 +128,9 @@ export class FlameView {
     }
     const want = wantPath && wantPath.length > path.length && samePrefix(wantPath, path) ? wantPath : path;
     const fetched = root && want.length === root.length && samePrefix(want, root);
-    if (!fetched && (want.length > path.length || this.trimmedUnder(z))) this.fetchDetail(want);
+    // The server's subtree view of a diff has no before/after columns yet: a diff stays whole.
+    const canFetch = !fetched && !(this.base && this.base.diff);
+    if (canFetch && (want.length > path.length || this.trimmedUnder(z))) this.fetchDetail(want);
     this.current = want;
     this.dom.root.dataset.flameRows = String(g.data.rows); // rows drawn, for tests and bench
     this.renderCrumbs(z);

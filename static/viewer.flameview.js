@@ -129,9 +129,9 @@ export class FlameView {
     }
     const want = wantPath && wantPath.length > path.length && samePrefix(wantPath, path) ? wantPath : path;
     const fetched = root && want.length === root.length && samePrefix(want, root);
-    // A diff's subtree would come without its sides (zoom= is a plain flame graph's): not fetched.
-    const detail = !this.base.diff && (want.length > path.length || this.trimmedUnder(z));
-    if (!fetched && detail) this.fetchDetail(want);
+    // The server's subtree view of a diff is refused (it would have no sides): a diff stays whole.
+    const canFetch = !fetched && !(this.base && this.base.diff);
+    if (canFetch && (want.length > path.length || this.trimmedUnder(z))) this.fetchDetail(want);
     this.current = want;
     this.dom.root.dataset.flameRows = String(g.data.rows); // rows drawn, for tests and bench
     this.renderCrumbs(z);

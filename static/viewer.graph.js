@@ -10,8 +10,9 @@ const ELEMENTS = new Set([
   "svg", "g", "a", "title", "desc", "polygon", "polyline", "path", "ellipse", "circle", "rect",
   "line", "text", "tspan",
 ]);
+// No id: the page's own ids must stay the page's (Graphviz's node1, graph0 are not needed).
 const ATTRIBUTES = new Set([
-  "id", "class", "viewBox", "width", "height", "transform", "points", "d", "x", "y", "x1", "y1",
+  "class", "viewBox", "width", "height", "transform", "points", "d", "x", "y", "x1", "y1",
   "x2", "y2", "cx", "cy", "r", "rx", "ry", "dx", "dy", "fill", "fill-opacity", "stroke",
   "stroke-width", "stroke-dasharray", "stroke-opacity", "stroke-linecap", "stroke-linejoin",
   "opacity", "text-anchor", "font-family", "font-size", "font-weight", "font-style",

@@ -13,7 +13,8 @@ export async function showTypeHint(box, fg, summaryUrl, siParam, onSwitch) {
   box.hidden = true;
   const types = fg.sample_types || [];
   const shown = fg.sample_index;
-  if (types.length < 2 || shown == null || shown !== fg.default_sample_index) return;
+  // A diff's totals are of two profiles: the hint is about one profile's types.
+  if (fg.diff || types.length < 2 || shown == null || shown !== fg.default_sample_index) return;
   const unit = types[shown].unit;
   // Only the types in the same unit compare (bytes with bytes); with nothing at all, any does.
   const empty = !fg.total;

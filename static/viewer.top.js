@@ -3,6 +3,7 @@ import { diffTopCells, diffTopHead } from "./viewer.diff.js";
 import { formatPct, formatValue } from "./viewer.format.js";
 
 const PAGE = 500;
+const DIFF_KEYS = ["before_flat", "after_flat", "before_cum", "after_cum"];
 // Percentage columns sort as their values do; sum% as its values in pprof's order.
 const SORT_KEYS = { flat_pct: "flat", cum_pct: "cum", sum_pct: "index" };
 
@@ -65,7 +66,8 @@ export class TopTable {
   }
 
   restore(frag) {
-    const keys = [...this.head.querySelectorAll("th")].map((th) => th.dataset.key);
+    // A diff's columns come with its JSON, after the URL is read: their keys count too.
+    const keys = [...this.head.querySelectorAll("th")].map((th) => th.dataset.key).concat(DIFF_KEYS);
     this.sortKey = keys.includes(frag.sort) ? frag.sort : "flat";
     const defaultDesc = this.sortKey !== "name";
     this.sortDesc = frag.asc === "1" ? false : frag.asc === "0" ? true : defaultDesc;

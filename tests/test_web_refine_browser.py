@@ -4,6 +4,7 @@ call graph, peek and sandwich, zoom detail, the empty-default hint, the URL, hos
 from __future__ import annotations
 
 import gzip
+import os
 import re
 from urllib.parse import parse_qs, urlsplit
 
@@ -24,6 +25,8 @@ from test_web_viewer_browser import (
 )
 
 from share.pprof._proto import profile_pb2
+
+from conftest import BIN, start_server, stop
 
 pytestmark = pytest.mark.browser
 
@@ -191,6 +194,7 @@ def test_graph_view_shows_pans_and_focuses(page, labelled):
     names = box.locator("g.node[data-name]").evaluate_all("(els) => els.map((e) => e.dataset.name)")
     assert "sort.partition" in names and "crypto/sha256.block" in names
     assert box.locator("svg").count() == 1 and box.locator("script, foreignObject, a").count() == 0
+    assert box.locator("[id]").count() == 0  # the page's ids stay the page's
     # The node's text is the name Graphviz drew, broken at its dots.
     node = box.locator("g.node[data-name='sort.partition']")
     assert "partition" in node.text_content()
@@ -216,6 +220,27 @@ def test_graph_view_shows_pans_and_focuses(page, labelled):
     names = box.locator("g.node[data-name]").evaluate_all("(els) => els.map((e) => e.dataset.name)")
     assert "sort.partition" in names and "crypto/sha256.block" not in names
     assert page.console_errors == []
+
+
+def test_graph_view_without_graphviz_says_so(page, tmp_path):
+    # A server whose PATH has no `dot`: graph.svg is a 501, which the page puts in words.
+    env = dict(
+        os.environ,
+        PATH=str(BIN),
+        SHARE_BLOBS=f"file:{tmp_path}/blobs",
+        SHARE_META=f"sqlite:{tmp_path}/meta.sqlite3",
+        SHARE_PUBLIC_URL="",
+    )
+    base, proc = start_server(env, tmp_path / "server.log", workers=1)
+    try:
+        url = upload(base, CORPUS / "go-runtime" / "cpu-small.pb.gz")
+        open_profile(page, url + "#view=graph")
+        settled(page, "graph")
+        assert "needs Graphviz" in page.inner_text("#graph-box")
+        assert page.locator("#graph-box svg").count() == 0
+    finally:
+        stop(proc)
+    assert [e for e in page.console_errors if "status of 501" not in e] == []
 
 
 def test_peek_shows_callers_callees_and_a_sandwich(page, labelled):

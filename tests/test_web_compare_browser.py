@@ -315,3 +315,22 @@ def test_profiles_pprof_would_not_compare_say_why(page, live_server, pair):
     assert page.get_attribute("#viewer", "data-diff") == "base"
     assert "scaled to the base's total" in page.inner_text("#diff-head")
     assert page.inner_text("#total").startswith("850ms → 850ms")  # scaled to the base's
+
+
+def test_a_filter_on_a_diff_keeps_its_sides_and_colours(page, pair):
+    """A refine filter on a diff page (here: ignore the frames that did not change) still draws
+    the diff: grew and shrank colours, and each side in the tooltip."""
+    base, new = pair
+    open_profile(page, f"{new}?diff_base={pid(base)}&ignore=^same\\.fn$")
+    assert page.get_attribute("#viewer", "data-diff") == "diff_base"
+    assert page.locator("#chips .chip").count() == 1
+    hues = page.evaluate(ROW_HUES, 2)
+    assert hues["red"] > 50 and hues["green"] > 50, hues
+    assert hues["grey"] == 0, hues  # same.fn is gone with the filter
+    tip = hover_frame(page, "grow.fn")
+    assert "before 100ms" in tip and "after 400ms" in tip and "delta +300ms (+300%)" in tip
+    # The top table has both sides' columns too.
+    row = page.locator("#top-table tbody tr[data-name='shrink.fn'] td")
+    assert [row.nth(i).inner_text() for i in range(3)] == ["400ms", "100ms", "-300ms"]
+    shot(page, "compare-filtered")
+    assert page.console_errors == []

@@ -13,7 +13,14 @@ export function viewLoader(ctx) {
     state.warnings.view = [];
     try {
       if (view === "graph") {
-        const { text, warnings } = await cached(url.apiUrl(root.dataset.graphUrl, { si }), getText);
+        const graphUrl = url.apiUrl(root.dataset.graphUrl, { si });
+        // Graphviz takes a second on a large profile: say so rather than show an empty box.
+        if (graphView.url !== graphUrl) {
+          graphView.clear("Laying out the call graph…");
+          graphView.text = null; // drawn again when it comes, even if it is the same SVG
+        }
+        graphView.url = graphUrl;
+        const { text, warnings } = await cached(graphUrl, getText);
         if (call !== viewCall) return;
         state.warnings.view = warnings;
         if (graphView.text !== text) {
@@ -42,6 +49,7 @@ export function viewLoader(ctx) {
       if (call !== viewCall) return;
       if (view === "graph") {
         graphView.text = null;
+        graphView.url = null;
         graphView.clear(err.status === 501 ? "The call graph needs Graphviz's dot on the server, which is not installed (501)." : err.message);
       } else refine.showNotes(state.warnings.base, err.message);
     } finally {

@@ -25,8 +25,8 @@ export class PeekView {
   constructor(opts) {
     Object.assign(this, opts);
     this.peek = null;
-    const graph = (part, inverted) =>
-      new FlameGraph({ ...part, tooltip: this.tooltip, inverted, rootLabel: "" });
+    // The root row (every stack through the function) is "all", as the flame graph's root.
+    const graph = (part, inverted) => new FlameGraph({ ...part, tooltip: this.tooltip, inverted });
     this.callersGraph = graph(this.callers, true);
     this.calleesGraph = graph(this.callees, false);
     // A click on a frame of the sandwich puts that function in the middle.

@@ -242,6 +242,10 @@ async function refresh(opts = {}) {
   dom.total.dataset.total = String(fg.total);
   dom.empty.hidden = !fg.no_samples;
   const filtered = (fg.filters || []).length > 0;
+  // pprof's total is the profile's, before the filters: say how much of it they keep.
+  const kept = filtered && !fg.diff && !fg.no_samples ? fg.nodes.value[0] : null;
+  $("kept").hidden = kept == null;
+  $("kept").textContent = kept == null ? "" : `· the filters keep ${formatValue(kept, fg.unit)} (${formatPct(kept, fg.total)})`;
   dom.emptyType.textContent = (type ? ` of type ${typeName}` : "") + (filtered ? " after the filters" : "");
   setView(state.view);
   if (!fg.no_samples) {

@@ -75,10 +75,15 @@ def test_context_menu_filters_and_chips_remove_them(page, labelled):
     assert page.evaluate("() => document.activeElement.dataset.action") == "ignore"
     page.keyboard.press("Escape")
     assert menu.is_hidden() and query(page) == {}
+    assert page.is_hidden("#kept")
+    cells = page.locator("#top-table tbody tr[data-name='main.sortInts'] td")
+    cum, cum_pct = cells.nth(3).inner_text(), cells.nth(4).inner_text()
     page.mouse.click(*frame_point(page, 4, 0.2), button="right")
     menu.locator("button[data-action=focus]").click()
     settled(page)
     assert query(page) == {"focus": [r"^main\.sortInts$"]}
+    # The total stays pprof's (before the filters); beside it, what the focus keeps: the cum.
+    assert page.inner_text("#kept") == f"· the filters keep {cum} ({cum_pct})"
     assert chips(page) == [("focus", r"^main\.sortInts$")]
     assert page.inner_text("#chips .chip-value") == "main.sortInts"
     names = top_names(page)
@@ -93,7 +98,7 @@ def test_context_menu_filters_and_chips_remove_them(page, labelled):
     # The chip's x takes the filter off again.
     page.click("#chips .chip-remove")
     settled(page)
-    assert query(page) == {} and chips(page) == []
+    assert query(page) == {} and chips(page) == [] and page.is_hidden("#kept")
     assert "crypto/sha256.block" in top_names(page)
     # A top row selects its function; keys filter on it: i ignores, h hides.
     page.locator("#top-table tbody tr", has_text="crypto/sha256.block").first.click()

@@ -5,7 +5,7 @@ against a stable sort) on every corpus profile's own stacks, at "lines" granular
 nodes, more recursion of a line's node), and on seeded random stacks with recursion, empty
 stacks and unused nodes; unique_stacks (hashes and the check of equal stacks in one pass each)
 on every corpus profile's samples and on random stacks with many duplicates and collisions of
-the cheap signature.
+the cheap signature; first_sums (cum over the first frames, wrapping) on every corpus profile.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from share import pprof
-from share.analysis import refine, stacks
+from share.analysis import graph, refine, stacks
 from share.analysis.tables import tables
 from share.errors import ShareError
 from share.pprof import columns as pc
@@ -85,6 +85,12 @@ def test_corpus_stacks_both_ways(path: Any) -> None:
     lines = refine.refine(t, refine.Spec(granularity="lines")).stacks
     both_ways(lines.frame_node, lines.frame_owner, len(lines.names))
     unique_both_ways(t.stack_loc, t.stack_off)
+    rng = np.random.default_rng(len(st.names))
+    for own in (st, lines):  # cum sums, wrapping: weights near the int64 limits
+        ws = rng.integers(-(1 << 62), 1 << 62, len(own.frame_off) - 1, dtype=np.int64) * 3
+        fast = graph.first_sums(own, ws)
+        slow = without_library(lambda o=own, w=ws: graph.first_sums(o, w))
+        assert fast.dtype == slow.dtype and np.array_equal(fast, slow)
 
 
 def test_random_duplicate_stacks_both_ways() -> None:

@@ -542,3 +542,18 @@ int pps_same_stacks(const int64_t *loc, const int64_t *off, int64_t n, const int
     }
     return 1;
 }
+
+/* pps_group_sums: out[g] = the sum of values[owners[i]] for i in starts[g] .. starts[g + 1]
+ * (the last group to n_owners; starts strictly increasing), wrapping as numpy's int64 sums:
+ * np.add.reduceat(values[owners], starts) without the gathered copy (a node's cum over the
+ * stacks of its first frames, share/analysis/graph.py's first_sums). */
+void pps_group_sums(const int64_t *values, const int32_t *owners, const int64_t *starts,
+                    int64_t n_groups, int64_t n_owners, int64_t *out) {
+    for (int64_t g = 0; g < n_groups; g++) {
+        int64_t end = g + 1 < n_groups ? starts[g + 1] : n_owners;
+        uint64_t sum = 0;
+        for (int64_t i = starts[g]; i < end; i++)
+            sum += (uint64_t)values[owners[i]];
+        out[g] = (int64_t)sum;
+    }
+}

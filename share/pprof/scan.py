@@ -87,6 +87,8 @@ def _load(path: Path) -> ctypes.CDLL | None:
     lib.pps_stack_hashes.argtypes = [pointer, pointer, size, word, word, pointer]
     lib.pps_same_stacks.restype = ctypes.c_int
     lib.pps_same_stacks.argtypes = [pointer, pointer, size, pointer]
+    lib.pps_group_sums.restype = None
+    lib.pps_group_sums.argtypes = [pointer, pointer, pointer, size, size, pointer]
     return lib
 
 
@@ -174,3 +176,18 @@ def same_stacks(loc: np.ndarray, off: np.ndarray, rep: np.ndarray) -> bool | Non
         return None
     n = len(off64) - 1
     return bool(LIB.pps_same_stacks(loc64.ctypes.data, off64.ctypes.data, n, rep64.ctypes.data))
+
+
+def group_sums(values: np.ndarray, owners: np.ndarray, starts: np.ndarray) -> np.ndarray | None:
+    """np.add.reduceat(values[owners], starts) for int64 values, int32 owners and strictly
+    increasing int64 starts (scan.c, no gathered copy); None without the library."""
+    if LIB is None or values.dtype != np.int64 or owners.dtype != np.int32:
+        return None
+    if starts.dtype != np.int64:
+        return None
+    values, owners = np.ascontiguousarray(values), np.ascontiguousarray(owners)
+    starts = np.ascontiguousarray(starts)
+    out = np.empty(len(starts), dtype=np.int64)
+    LIB.pps_group_sums(values.ctypes.data, owners.ctypes.data, starts.ctypes.data, len(starts),
+                       len(owners), out.ctypes.data)  # fmt: skip
+    return out

@@ -47,7 +47,7 @@ sys.path.insert(0, str(ROOT))
 
 from share import create_app, pprof  # noqa: E402
 from share.analysis import combine, views  # noqa: E402
-from share.compute.worker import MERGE_GZIP_LEVEL, VIEW_GZIP_LEVEL  # noqa: E402
+from share.compute.worker import MERGE_GZIP_LEVEL, view_gzip  # noqa: E402
 from share.pprof._proto import profile_pb2  # noqa: E402
 
 OUT = ROOT / "bench" / "out"
@@ -123,14 +123,14 @@ def diff_views(a: pprof.ParsedProfile, b: pprof.ParsedProfile) -> None:
     combine.forget()
     options = {**DIFF, "diff_base": ["B"]}
     for name in ("flamegraph", "top"):
-        gzip.compress(views.render(name, [a, b], options), VIEW_GZIP_LEVEL, mtime=0)
+        view_gzip(views.render(name, [a, b], options))
 
 
 def single_views(data: bytes) -> None:
     """One profile's two views from its bytes, as a cold view of an upload costs."""
     p = parse(data)
     for name in ("flamegraph", "top"):
-        gzip.compress(views.render(name, [p], {**DIFF, "sample_index": 1}), VIEW_GZIP_LEVEL)
+        view_gzip(views.render(name, [p], {**DIFF, "sample_index": 1}))
 
 
 def merge_bytes(datas: list[bytes]) -> bytes:

@@ -18,7 +18,6 @@ profile; the call graph SVG at the default node count (80) within 1 s.
 from __future__ import annotations
 
 import argparse
-import gzip
 import os
 import shutil
 import statistics
@@ -38,7 +37,7 @@ from share import pprof  # noqa: E402
 from share.analysis import options, views  # noqa: E402
 from share.analysis.graph import graph  # noqa: E402
 from share.analysis.tables import tables  # noqa: E402
-from share.core import VIEW_GZIP_LEVEL  # noqa: E402
+from share.compute.worker import view_gzip  # noqa: E402
 
 CPU_XL = ROOT / "tests" / "corpus" / "go-runtime" / "cpu-xl.pb.gz"
 # (profile, label, view, query, goal in seconds or None, go's flags for the same report)
@@ -89,7 +88,7 @@ def serve(parsed: pprof.ParsedProfile, view: str, query: dict[str, str]) -> None
     """What the compute tier does for a view: canonical options, render, gzip for the cache."""
     types = parsed.sample_types()
     opts = options.parse(view, query, types, tables(parsed).default_sample_type)
-    gzip.compress(views.render(view, [parsed], opts), compresslevel=VIEW_GZIP_LEVEL, mtime=0)
+    view_gzip(views.render(view, [parsed], opts))
 
 
 def timed(fn: Callable[[], object]) -> float:

@@ -239,7 +239,7 @@ def _compact(p: Prof) -> tuple[list[bytes], np.ndarray]:
         p.map_build,
         p.func_strings.reshape(-1),
     ]
-    used = np.unique(np.concatenate([np.zeros(1, _I64), *refs]))
+    used = pc.unique(np.concatenate([np.zeros(1, _I64), *refs]))
     index = np.zeros(len(p.strings), dtype=_I64)
     index[used] = np.arange(len(used))
     return [p.strings[i] for i in used.tolist()], index

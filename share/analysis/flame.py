@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..pprof import columns as pc
+from .treeorder import preorder, smallest
 from .units import abs64, go_int64, wrap64
 
 if TYPE_CHECKING:
@@ -77,11 +78,21 @@ def layout(
     """The call tree of stacks weighted by w, in preorder: (tree, preorder of the tree's node
     ids, names, files, name index of each node in preorder). track: say where each stack ends
     in the tree (Tree.stack_node), so other weights can be summed over the same tree."""
-    t = _tree(st.frame_node, st.frame_off, w, total, len(st.names), node_fraction, budget, track)
-    order = _preorder(t.parent, t.node, t.value, t.depth, st.name_ranks()[0])
-    used, name_of = np.unique(t.node[1:], return_inverse=True)
+    if track:
+        t = _tree(st.frame_node, st.frame_off, w, total, len(st.names), node_fraction, budget, True)
+    else:  # the stacks' trie, built once for every sample type and budget (trie.py)
+        from . import trie  # trie.py builds on this module's Tree
+
+        found = st.memo.get("trie")
+        if found is None:
+            found = st.memo["trie"] = trie.trie(st.frame_node, st.frame_off, len(st.names))
+        t = trie.weighed(found, st.frame_node, st.frame_off, w, total, node_fraction, budget)
+    order = preorder(t.parent, t.node, t.value, t.depth, st.name_ranks()[0])
+    # np.unique(t.node[1:], return_inverse=True), by counting (node ids are dense)
+    present = np.bincount(t.node[1:], minlength=len(st.names)) > 0
+    used = np.flatnonzero(present)
     name_index = np.zeros(len(t.node), dtype=_I64)
-    name_index[1:] = name_of + 1
+    name_index[1:] = np.cumsum(present)[t.node[1:]]
     names = [""] + [st.names[n] for n in used.tolist()]
     files = [""] + [st.files[n] for n in used.tolist()]
     return t, order, names, files, name_index[order]
@@ -340,8 +351,7 @@ def _choose(
         cut = np.partition(weight, n - budget)[n - budget]
         keep = weight > cut
         tied = np.flatnonzero(weight == cut)
-        order = tied[np.lexsort((first[tied], depth[tied]))]
-        keep[order[: budget - int(keep.sum())]] = True
+        keep[tied[smallest(depth[tied], first[tied], budget - int(keep.sum()))]] = True
     dropped = np.flatnonzero(~keep)
     dropped = dropped[keep[parent[dropped]]]  # the top node of each dropped subtree
     hidden = np.concatenate((value[dropped], cut_value[keep[cut_parent]]))
@@ -362,35 +372,3 @@ def _choose(
         keep,
         new_id,
     )
-
-
-def _preorder(
-    parent: np.ndarray, node: np.ndarray, value: np.ndarray, depth: np.ndarray, place: np.ndarray
-) -> np.ndarray:
-    """Tree node ids in preorder, children by value (descending), then name (place: each graph
-    node's place in name order)."""
-    n = len(parent)
-    if n == 1:
-        return np.zeros(1, dtype=_I64)
-    rank = np.zeros(len(place) + 1, dtype=_I64)  # rank[0]: the root
-    rank[1:] = place + 1
-    by_depth = np.argsort(depth, kind="stable")
-    bounds = np.searchsorted(depth[by_depth], np.arange(int(depth.max()) + 2))
-    levels = [by_depth[bounds[k] : bounds[k + 1]] for k in range(1, len(bounds) - 1)]
-    size = np.ones(n, dtype=_I64)
-    for ids in reversed(levels):
-        np.add.at(size, parent[ids], size[ids])
-    sib = np.lexsort((rank[node + 1], ~value, parent))[1:]  # the root sorts first (parent -1)
-    sz = size[sib]
-    before = np.cumsum(sz) - sz  # sizes of the siblings sorted before, plus earlier groups
-    group = np.ones(len(sib), dtype=bool)
-    group[1:] = parent[sib][1:] != parent[sib][:-1]
-    start = np.maximum.accumulate(np.where(group, np.arange(len(sib)), 0))
-    step = np.empty(n, dtype=_I64)
-    step[sib] = 1 + before - before[start]
-    pos = np.zeros(n, dtype=_I64)
-    for ids in levels:
-        pos[ids] = pos[parent[ids]] + step[ids]
-    order = np.empty(n, dtype=_I64)
-    order[pos] = np.arange(n)
-    return order

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ..pprof import scan
 from .stacks import Stacks, stacks, unique_stacks
 from .tables import Tables
 from .units import wrap64
@@ -89,8 +90,15 @@ def stack_node_sums(st: Stacks, ws: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     nonempty = np.flatnonzero(off[1:] > off[:-1])
     np.add.at(flat, st.frame_node[off[1:][nonempty] - 1], ws[nonempty])
     if len(st.first_owner):
-        cum[st.first_nodes] = np.add.reduceat(ws[st.first_owner], st.first_starts)
+        cum[st.first_nodes] = first_sums(st, ws)
     return flat, cum
+
+
+def first_sums(st: Stacks, ws: np.ndarray) -> np.ndarray:
+    """Per node of st.first_nodes, the sum of per-stack weights ws over the stacks it is in
+    (each counted once: its cum), wrapping as Go's int64 sums."""
+    fast = scan.group_sums(ws, st.first_owner, st.first_starts)
+    return fast if fast is not None else np.add.reduceat(ws[st.first_owner], st.first_starts)
 
 
 def _merged_weights(t: Tables, w: np.ndarray) -> np.ndarray:

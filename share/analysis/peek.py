@@ -16,8 +16,9 @@ from ..pprof import columns as pc
 from . import goregexp
 from .callgraph import Edges, edge_order, edges, sort_nodes
 from .explore import Report, ReportError
-from .flame import FLAME_NODE_BUDGET, _preorder, _tree
+from .flame import FLAME_NODE_BUDGET, _tree
 from .text import report_lines
+from .treeorder import preorder
 from .units import formatter, output_unit, percentage, wrap64
 
 _I64 = np.int64
@@ -193,7 +194,7 @@ def _tree_doc(
     """A flame-graph-shaped tree of given stacks (the flame graph JSON's "nodes"); place is
     each node's place in name order (siblings: by value, then name)."""
     t = _tree(frame_node, frame_off, w, total, len(place), 0.0, budget)
-    order = _preorder(t.parent, t.node, t.value, t.depth, place)
+    order = preorder(t.parent, t.node, t.value, t.depth, place)
     return {
         "name": [-1] + [name_id(int(x)) for x in t.node[order][1:].tolist()],
         "depth": t.depth[order].tolist(),

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from . import goregexp, tagfilter
-from .graph import Graph, graph
+from .graph import Graph, first_sums, graph
 from .labels import Labels, labels
 from .locfilter import Work
 from .nodes import Info, info_of, nodes
@@ -157,7 +157,7 @@ def _refined_graph(t: Tables, index: int | None, spec: Spec, r: Refined) -> Grap
     nonempty = np.flatnonzero(off[1:] > off[:-1])
     np.add.at(flat, st.frame_node[off[1:][nonempty] - 1], ws[nonempty])
     if len(st.first_owner):
-        cum[st.first_nodes] = np.add.reduceat(ws[st.first_owner], st.first_starts)
+        cum[st.first_nodes] = first_sums(st, ws)
     total = base.total
     if spec.relative_percentages:
         total = _total(t, w, kept, r.removed_keys)

@@ -120,8 +120,25 @@ class Rows:
         return (Row(*r) for r in zip(*columns, strict=True))
 
 
+def _by_distinct(values: np.ndarray, texts: Callable[[np.ndarray], list[str]]) -> list[str]:
+    """texts(values), formatting each distinct value once: the rows of a long table repeat a
+    few hundred values (multiples of the sampling period), and formatting is most of -top's
+    time (7 750 rows of cpu-xl at -lines: 40 ms of 50)."""
+    if len(values) < 256:
+        return texts(values)
+    distinct, inverse = np.unique(values, return_inverse=True)
+    if len(distinct) > len(values) // 2:
+        return texts(values)
+    done = texts(distinct)
+    return [done[i] for i in inverse.reshape(-1).tolist()]
+
+
 def _labels(values: np.ndarray, from_unit: str, to_unit: str) -> list[str]:
     """scaled_label of many values at once (the same float64 operations, in numpy)."""
+    return _by_distinct(values, lambda v: _labels_of(v, from_unit, to_unit))
+
+
+def _labels_of(values: np.ndarray, from_unit: str, to_unit: str) -> list[str]:
     if to_unit in ("minimum", "auto"):
         return [scaled_label(v, from_unit, to_unit) for v in values.tolist()]
     factor, divisor, name = _conversion(from_unit, to_unit)
@@ -141,6 +158,10 @@ def _percentages(values: np.ndarray, total: int) -> list[str]:
     """percentage of many values at once."""
     if total == 0:
         return ["    0%"] * len(values)
+    return _by_distinct(values, lambda v: _percentages_of(v, total))
+
+
+def _percentages_of(values: np.ndarray, total: int) -> list[str]:
     ratios = (np.abs(values.astype(np.float64) / float(total)) * 100).tolist()
     return [
         "  100%" if 99.95 <= r <= 100.05 else (f"{r:5.2f}%" if r >= 1.0 else f"{r:5.2g}%")

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from ..pprof import columns as pc
 from .graph import Graph
 from .text import Header, Rows
 from .units import abs64, go_int64, wrap64
@@ -92,7 +93,7 @@ def name_order(g: Graph, nodes: np.ndarray, *, cum: bool = False) -> np.ndarray:
     CumNameOrder (cum): |cum| desc, name, |flat| desc, then the same."""
     name_rank = g.stacks.name_ranks()[1][nodes]
     keys = [np.zeros(len(nodes), dtype=_I64)]
-    if len(np.unique(name_rank)) < len(nodes):  # same printed name, different nodes: Sprint
+    if len(pc.unique(name_rank)) < len(nodes):  # same printed name, different nodes: Sprint
         keys = [_ranks([g.stacks.keys[n] for n in nodes.tolist()])]
     # ~x orders int64 descending without overflow; np.abs keeps MIN negative, as abs64 does.
     first, third = np.abs(g.flat[nodes]), np.abs(g.cum[nodes])
@@ -109,7 +110,9 @@ def _inline_marks(g: Graph, shown: list[int] | None, edge_cutoff: int) -> dict[i
     """
     st = g.stacks
     # Only nodes entered through an inlined frame somewhere can get a mark.
-    candidates = np.unique(st.frame_node[st.frame_inline])
+    candidates = np.flatnonzero(
+        np.bincount(st.frame_node[st.frame_inline], minlength=len(st.names))
+    )
     if shown is not None:
         candidates = np.intersect1d(candidates, shown)
     if not len(candidates):

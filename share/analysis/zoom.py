@@ -14,8 +14,9 @@ from typing import Any
 import numpy as np
 
 from ..pprof import columns as pc
-from .flame import _preorder, _tree
+from .flame import _tree
 from .graph import Graph
+from .treeorder import preorder
 from .units import wrap64
 
 _I64 = np.int64
@@ -52,7 +53,7 @@ def zoomed(g: Graph, path: list[str], node_fraction: float, budget: int) -> dict
     # The subtree's own root stands for the path's last frame: the budget is for what is under.
     fresh = budget + 1 if budget > 0 else 0
     t = _tree(frames, sub_off, w[stacks_in], g.total, len(names), node_fraction, fresh)
-    order = _preorder(t.parent, t.node, t.value, t.depth, st.name_ranks()[0])[1:]  # no root
+    order = preorder(t.parent, t.node, t.value, t.depth, st.name_ranks()[0])[1:]  # no root
     sub_nodes = t.node[order]
     # The path's frames above the subtree: one node each (the subtree's top is the last).
     top_nodes = [by_name[name][0] if name in by_name else 0 for name in path[:-1]]

@@ -212,3 +212,16 @@ def ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
 def offsets(counts: Iterable[int] | np.ndarray) -> np.ndarray:
     """Offsets (length n + 1) of consecutive runs with the given lengths."""
     return _offsets(np.asarray(counts, dtype=np.int64))
+
+
+def unique(values: np.ndarray) -> np.ndarray:
+    """np.unique(values) of a numeric array, by a sort: numpy 2's plain np.unique hashes, 3-10x
+    slower than sorting on the id arrays of these profiles (12 ms against 1.3 ms on the 57 k
+    stack signatures of cpu-xl)."""
+    ordered = np.sort(np.asarray(values).reshape(-1))
+    if len(ordered) < 2:
+        return ordered
+    new = np.empty(len(ordered), dtype=bool)
+    new[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
+    return ordered[new]

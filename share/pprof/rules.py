@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import BadProfile
+from . import columns
 from .decode import Columns
 
 _I64 = np.int64
@@ -27,7 +28,7 @@ def _unique_nonzero(ids: np.ndarray) -> bool:
         return False
     if bool((ids[1:] > ids[:-1]).all()):
         return True  # increasing (Go writes 1..n): no sort needed
-    return bool(np.unique(ids).size == ids.size)
+    return bool(columns.unique(ids).size == ids.size)
 
 
 def _all_in(values: np.ndarray, ids: np.ndarray) -> bool:

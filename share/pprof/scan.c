@@ -11,11 +11,14 @@
  * Called twice: with outs NULL it only counts (so the caller can check its limits before any
  * allocation), then with outs pointing at arrays of exactly those sizes, which it fills.
  * It needs nothing but <stdint.h> and <stddef.h>: no allocation, no libc calls.
+ *
+ * At the end, in the same library (one compiler call on install), pps_first_frames: a loop of
+ * share.analysis's that numpy could only do with a sort (scan.py's first_frames).
  */
 #include <stddef.h>
 #include <stdint.h>
 
-#define PPS_VERSION 1
+#define PPS_VERSION 2
 
 /* counts[] */
 enum {
@@ -459,4 +462,98 @@ int pps_scan(const uint8_t *data, int64_t size, int64_t *counts, void **outs) {
     for (int k = 0; k < C_COUNTS; k++)
         counts[k] = s.n[k];
     return rc;
+}
+
+/* ---- Not decoding: the one analysis loop numpy has no linear-time form for ----
+ *
+ * pps_first_frames: each node's first frame in each stack (share/analysis/stacks.py's
+ * first_frames, whose numpy form is a stable sort of every frame by node). Frames come stack
+ * after stack (owner[i] is frame i's stack, equal for a stack's frames, never negative); a node
+ * is first in its stack when the last stack seen[] saw it in is another one.
+ *   first[i]    1 for the first frame of its node in its stack, else 0
+ *   group[i]    that first frame's index (for every frame; group may be NULL)
+ *   starts[]    [n_nodes + 1]: node k's first frames are owners[starts[k]:starts[k + 1]]
+ *   owners[]    [n]: the stacks of the first frames, grouped by node, in frame order within
+ * seen[] and at[] are scratch of n_nodes entries each; n must be below 2^31. Returns how many
+ * frames are first (the used length of owners).
+ */
+int64_t pps_first_frames(const int32_t *node, const int32_t *owner, int64_t n, int64_t n_nodes,
+                         int32_t *seen, int32_t *at, uint8_t *first, int32_t *group,
+                         int64_t *starts, int32_t *owners) {
+    for (int64_t k = 0; k < n_nodes; k++) {
+        seen[k] = -1;
+        starts[k] = 0;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        int32_t v = node[i];
+        uint8_t is_first = seen[v] != owner[i];
+        if (is_first) {
+            seen[v] = owner[i];
+            at[v] = (int32_t)i;
+            starts[v]++;
+        }
+        first[i] = is_first;
+        if (group)
+            group[i] = at[v];
+    }
+    int64_t total = 0;
+    for (int64_t k = 0; k < n_nodes; k++) {
+        int64_t count = starts[k];
+        starts[k] = total;
+        total += count;
+    }
+    starts[n_nodes] = total;
+    /* A counting sort, stable: starts[k] advances through node k's group, ending where the
+     * next group starts; one shift then puts every start back. */
+    for (int64_t i = 0; i < n; i++)
+        if (first[i])
+            owners[starts[node[i]]++] = owner[i];
+    for (int64_t k = n_nodes; k > 0; k--)
+        starts[k] = starts[k - 1];
+    starts[0] = 0;
+    return total;
+}
+
+/* pps_stack_hashes and pps_same_stacks: the two passes over every entry of unique_stacks
+ * (share/analysis/stacks.py), without its temporaries the size of the entries. The hash of
+ * stack i, bit for bit the numpy path's: the sum over its entries k of (loc + 1) * m^(k + 1),
+ * xor its length * m2 (uint64, wrapping). pps_same_stacks: 1 when every stack i equals stack
+ * rep[i] entry by entry, else 0. */
+void pps_stack_hashes(const int64_t *loc, const int64_t *off, int64_t n, uint64_t m, uint64_t m2,
+                      uint64_t *h) {
+    for (int64_t i = 0; i < n; i++) {
+        uint64_t sum = 0, power = 1;
+        for (int64_t e = off[i]; e < off[i + 1]; e++) {
+            power *= m;
+            sum += ((uint64_t)loc[e] + 1) * power;
+        }
+        h[i] = sum ^ ((uint64_t)(off[i + 1] - off[i]) * m2);
+    }
+}
+
+int pps_same_stacks(const int64_t *loc, const int64_t *off, int64_t n, const int64_t *rep) {
+    for (int64_t i = 0; i < n; i++) {
+        int64_t a = off[rep[i]], b = off[i], length = off[i + 1] - b;
+        if (off[rep[i] + 1] - a != length)
+            return 0;
+        for (int64_t k = 0; k < length; k++)
+            if (loc[a + k] != loc[b + k])
+                return 0;
+    }
+    return 1;
+}
+
+/* pps_group_sums: out[g] = the sum of values[owners[i]] for i in starts[g] .. starts[g + 1]
+ * (the last group to n_owners; starts strictly increasing), wrapping as numpy's int64 sums:
+ * np.add.reduceat(values[owners], starts) without the gathered copy (a node's cum over the
+ * stacks of its first frames, share/analysis/graph.py's first_sums). */
+void pps_group_sums(const int64_t *values, const int32_t *owners, const int64_t *starts,
+                    int64_t n_groups, int64_t n_owners, int64_t *out) {
+    for (int64_t g = 0; g < n_groups; g++) {
+        int64_t end = g + 1 < n_groups ? starts[g + 1] : n_owners;
+        uint64_t sum = 0;
+        for (int64_t i = starts[g]; i < end; i++)
+            sum += (uint64_t)values[owners[i]];
+        out[g] = (int64_t)sum;
+    }
 }

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-VERSION = 1  # scan.c's PPS_VERSION: a library built from another scan.c is not used
+VERSION = 2  # scan.c's PPS_VERSION: a library built from another scan.c is not used
 LIBRARY = "_scan" + (sysconfig.get_config_var("SHLIB_SUFFIX") or ".so")
 
 # scan.c's counts[] and outs[], in its order.
@@ -79,6 +79,16 @@ def _load(path: Path) -> ctypes.CDLL | None:
         ctypes.POINTER(ctypes.c_int64),
         ctypes.POINTER(ctypes.c_void_p),
     ]
+    lib.pps_first_frames.restype = ctypes.c_int64
+    pointer, size = ctypes.c_void_p, ctypes.c_int64
+    lib.pps_first_frames.argtypes = [pointer, pointer, size, size, *[pointer] * 6]
+    lib.pps_stack_hashes.restype = None
+    word = ctypes.c_uint64
+    lib.pps_stack_hashes.argtypes = [pointer, pointer, size, word, word, pointer]
+    lib.pps_same_stacks.restype = ctypes.c_int
+    lib.pps_same_stacks.argtypes = [pointer, pointer, size, pointer]
+    lib.pps_group_sums.restype = None
+    lib.pps_group_sums.argtypes = [pointer, pointer, pointer, size, size, pointer]
     return lib
 
 
@@ -112,3 +122,72 @@ def fill(raw: bytes, sizes: dict[str, int]) -> dict[str, np.ndarray]:
     if LIB.pps_scan(raw, len(raw), again, pointers) != 0 or list(again) != list(sizes.values()):
         raise AssertionError("scan.c read the profile differently the second time")
     return arrays
+
+
+def first_frames(
+    node: np.ndarray, owner: np.ndarray, n_nodes: int, group: bool
+) -> tuple[np.ndarray, np.ndarray | None, np.ndarray, np.ndarray] | None:
+    """scan.c's pps_first_frames: (first, group, starts, owners) of frames given stack after
+    stack (node and owner int32 per frame), or None without the library or past its int32.
+
+    first marks each node's first frame in each stack; group (if asked for) is that first
+    frame's index for every frame; owners[starts[k]:starts[k + 1]] are the stacks of node k's
+    first frames, in frame order. A single pass and a counting sort: no sort of the frames.
+    """
+    n = len(node)
+    if LIB is None or n >= 1 << 31 or n_nodes >= 1 << 31:
+        return None
+    node = np.ascontiguousarray(node, dtype=np.int32)
+    owner = np.ascontiguousarray(owner, dtype=np.int32)
+    scratch = np.empty((2, n_nodes), dtype=np.int32)
+    first = np.empty(n, dtype=bool)
+    groups = np.empty(n, dtype=np.int32) if group else None
+    starts = np.empty(n_nodes + 1, dtype=np.int64)
+    owners = np.empty(n, dtype=np.int32)
+    used = LIB.pps_first_frames(
+        node.ctypes.data, owner.ctypes.data, n, n_nodes, scratch[0].ctypes.data,
+        scratch[1].ctypes.data, first.ctypes.data,
+        groups.ctypes.data if groups is not None else None, starts.ctypes.data, owners.ctypes.data,
+    )  # fmt: skip
+    return first, groups, starts, owners[:used] if used == n else owners[:used].copy()
+
+
+def _int64(a: np.ndarray) -> np.ndarray | None:
+    """a as a contiguous int64 array, or None (another integer kind: the numpy path)."""
+    return np.ascontiguousarray(a) if a.dtype == np.int64 else None
+
+
+def stack_hashes(loc: np.ndarray, off: np.ndarray, m: int, m2: int) -> np.ndarray | None:
+    """scan.c's pps_stack_hashes (the numpy path's hash of each stack, bit for bit), or None
+    without the library or for locations that are not int64."""
+    loc64, off64 = _int64(loc), _int64(off)
+    if LIB is None or loc64 is None or off64 is None:
+        return None
+    n = len(off64) - 1
+    h = np.empty(n, dtype=np.uint64)
+    LIB.pps_stack_hashes(loc64.ctypes.data, off64.ctypes.data, n, m, m2, h.ctypes.data)
+    return h
+
+
+def same_stacks(loc: np.ndarray, off: np.ndarray, rep: np.ndarray) -> bool | None:
+    """Whether stack i equals stack rep[i] for every i (scan.c), or None as stack_hashes."""
+    loc64, off64, rep64 = _int64(loc), _int64(off), _int64(rep)
+    if LIB is None or loc64 is None or off64 is None or rep64 is None:
+        return None
+    n = len(off64) - 1
+    return bool(LIB.pps_same_stacks(loc64.ctypes.data, off64.ctypes.data, n, rep64.ctypes.data))
+
+
+def group_sums(values: np.ndarray, owners: np.ndarray, starts: np.ndarray) -> np.ndarray | None:
+    """np.add.reduceat(values[owners], starts) for int64 values, int32 owners and strictly
+    increasing int64 starts (scan.c, no gathered copy); None without the library."""
+    if LIB is None or values.dtype != np.int64 or owners.dtype != np.int32:
+        return None
+    if starts.dtype != np.int64:
+        return None
+    values, owners = np.ascontiguousarray(values), np.ascontiguousarray(owners)
+    starts = np.ascontiguousarray(starts)
+    out = np.empty(len(starts), dtype=np.int64)
+    LIB.pps_group_sums(values.ctypes.data, owners.ctypes.data, starts.ctypes.data, len(starts),
+                       len(owners), out.ctypes.data)  # fmt: skip
+    return out

@@ -287,13 +287,13 @@ static int sample(state *s, cursor c) {
     return OK;
 }
 
-static int mapping(state *s, cursor c) {
+/* A message of singular scalar fields 1..max (Mapping, Function): their values into v[num]. */
+static int singulars(state *s, cursor c, uint64_t *v, uint32_t max) {
     uint32_t seen = 0;
-    uint64_t v[11] = {0};
     field f;
     while (c.p < c.end) {
         int rc = next(&c, &f);
-        if (!rc && f.num <= 10) {
+        if (!rc && f.num <= max) {
             rc = singular(&f, &seen);
             v[f.num] = f.value;
         } else if (!rc) {
@@ -302,6 +302,14 @@ static int mapping(state *s, cursor c) {
         if (rc)
             return rc;
     }
+    return OK;
+}
+
+static int mapping(state *s, cursor c) {
+    uint64_t v[11] = {0};
+    int rc = singulars(s, c, v, 10);
+    if (rc)
+        return rc;
     int64_t i = s->n[C_MAPPINGS]++;
     if (s->out) {
         OUT(s, O_MAPPING_ID)[i] = v[1];
@@ -359,20 +367,10 @@ static int location(state *s, cursor c) {
 }
 
 static int function(state *s, cursor c) {
-    uint32_t seen = 0;
     uint64_t v[6] = {0};
-    field f;
-    while (c.p < c.end) {
-        int rc = next(&c, &f);
-        if (!rc && f.num <= 5) {
-            rc = singular(&f, &seen);
-            v[f.num] = f.value;
-        } else if (!rc) {
-            rc = unknown(s);
-        }
-        if (rc)
-            return rc;
-    }
+    int rc = singulars(s, c, v, 5);
+    if (rc)
+        return rc;
     int64_t i = s->n[C_FUNCTIONS]++;
     if (s->out) {
         OUT(s, O_FUNCTION_ID)[i] = v[1];

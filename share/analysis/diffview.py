@@ -16,7 +16,7 @@ import numpy as np
 
 from . import flame
 from .combine import Shown
-from .graph import Graph, graph, node_sums, stack_node_sums
+from .graph import Graph, graph, node_sums, stack_node_sums, view_header
 from .top import columns, top
 from .units import wrap64
 
@@ -43,14 +43,8 @@ def _side_sums(s: Shown, g: Graph) -> tuple[tuple[np.ndarray, ...], tuple[np.nda
 
 
 def _header(s: Shown, g: Graph, before: np.ndarray, after: np.ndarray) -> dict[str, Any]:
-    t = s.tables
     return {
-        "sample_type": {"type": g.sample_type[0], "unit": g.sample_type[1]},
-        "sample_index": g.index,
-        "sample_types": [{"type": a, "unit": b} for a, b in t.sample_types],
-        "default_sample_index": t.sample_index(None),
-        "total": g.total,
-        "unit": g.sample_type[1],
+        **view_header(g),
         "no_samples": not (bool(before.any()) or bool(after.any())),  # on either side
         "diff": True,
         "diff_mode": s.mode,

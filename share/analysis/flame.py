@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..pprof import columns as pc
+from .graph import view_header
 from .treeorder import preorder, smallest
 from .units import abs64, go_int64, wrap64
 
@@ -45,13 +46,8 @@ def flamegraph(
     t, order, names, files, name_index = layout(
         g.stacks, g.stack_weights, g.total, node_fraction, budget
     )
-    tables = g.tables
     return {
-        "sample_type": {"type": g.sample_type[0], "unit": g.sample_type[1]},
-        "sample_index": g.index,
-        "sample_types": [{"type": a, "unit": b} for a, b in tables.sample_types],
-        "default_sample_index": tables.sample_index(None),
-        "total": g.total,
+        **view_header(g),
         "names": names,
         "files": files,
         "nodes": {
@@ -67,7 +63,6 @@ def flamegraph(
             "node_fraction": node_fraction,
             "budget": budget,
         },
-        "unit": g.sample_type[1],
         "no_samples": not bool(g.weights.any()),
     }
 

@@ -74,6 +74,20 @@ def _build_graph(t: Tables, index: int | None) -> Graph:
     )
 
 
+def view_header(g: Graph) -> dict[str, Any]:
+    """The fields every JSON view of a graph opens with (README's flame graph JSON): its sample
+    type, the profile's types and default, pprof's total and the unit."""
+    t = g.tables
+    return {
+        "sample_type": {"type": g.sample_type[0], "unit": g.sample_type[1]},
+        "sample_index": g.index,
+        "sample_types": [{"type": a, "unit": b} for a, b in t.sample_types],
+        "default_sample_index": t.sample_index(None),
+        "total": g.total,
+        "unit": g.sample_type[1],
+    }
+
+
 def node_sums(st: Stacks, w: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(weight per stack, flat per node, cum per node) of per-sample weights w (int64 sums
     wrap, as Go's); a node recursing in one stack counts once in its cum."""

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..pprof import ParsedProfile
 from . import diffview, dot, explore, flame, peek, svg, tags, zoom
+from .graph import view_header
 from .refine import Spec
 from .views import encode, top_doc_of
 
@@ -87,15 +88,8 @@ def with_options(name: str, plain: Render) -> Render:
 
 def _common(rep: explore.Report) -> dict[str, Any]:
     """The fields every JSON view of a profile shares (as the flame graph's)."""
-    g = rep.graph
-    t = rep.tables
     return {
-        "sample_type": {"type": g.sample_type[0], "unit": g.sample_type[1]},
-        "sample_index": g.index,
-        "sample_types": [{"type": a, "unit": b} for a, b in t.sample_types],
-        "default_sample_index": t.sample_index(None),
-        "total": g.total,
-        "unit": g.sample_type[1],
+        **view_header(rep.graph),
         "filters": rep.filters,
         "warnings": rep.warnings,
     }

@@ -19,7 +19,7 @@ import orjson
 
 from ..pprof import ParsedProfile
 from . import combine, diffview, flame, preview, summary, text
-from .graph import Graph, graph
+from .graph import Graph, graph, view_header
 from .options import diff_of
 from .tables import Tables, tables
 from .top import columns, top
@@ -81,14 +81,9 @@ def top_doc(t: Tables, index: int | None, node_count: int) -> dict[str, Any]:
 
 def top_doc_of(g: Graph, result: Any) -> dict[str, Any]:
     """The top table JSON of a graph's top.Top (README); sum_pct runs in the rows' order."""
-    t = g.tables
     return {
-        "sample_type": {"type": g.sample_type[0], "unit": g.sample_type[1]},
-        "sample_index": g.index,
-        "sample_types": [{"type": a, "unit": b} for a, b in t.sample_types],
-        "default_sample_index": t.sample_index(None),
+        **view_header(g),
         "total": result.total,
-        "unit": g.sample_type[1],
         "nodes": result.orig_count,
         "rows": columns(result),
         "no_samples": not bool(g.weights.any()),
@@ -138,7 +133,7 @@ def summary_json(parsed: ParsedProfile, index: int | None) -> bytes:
     return _encode(summary.summary(parsed, index))
 
 
-VERSION = "v6"
+VERSION = "v7"
 
 # name -> (render(profiles, options) -> bytes, mimetype); profiles[0] is the profile shown.
 VIEWS: dict[str, tuple[Callable[[Sequence[ParsedProfile], Mapping[str, Any]], bytes], str]] = {

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..pprof import columns as pc
 from .flame import _tree
-from .graph import Graph
+from .graph import Graph, view_header
 from .treeorder import preorder
 from .units import wrap64
 
@@ -63,13 +63,8 @@ def zoomed(g: Graph, path: list[str], node_fraction: float, budget: int) -> dict
     root_value = wrap64(int(w.sum(dtype=_I64))) if len(w) else 0
     root_self = wrap64(int(w[length == 0].sum(dtype=_I64))) if len(w) else 0
     chain = len(top_nodes)
-    tables = g.tables
     return {
-        "sample_type": {"type": g.sample_type[0], "unit": g.sample_type[1]},
-        "sample_index": g.index,
-        "sample_types": [{"type": a, "unit": b} for a, b in tables.sample_types],
-        "default_sample_index": tables.sample_index(None),
-        "total": g.total,
+        **view_header(g),
         "names": [""] + [names[n] for n in used.tolist()],
         "files": [""] + [st.files[n] for n in used.tolist()],
         "nodes": {
@@ -85,7 +80,6 @@ def zoomed(g: Graph, path: list[str], node_fraction: float, budget: int) -> dict
             "node_fraction": node_fraction,
             "budget": budget,
         },
-        "unit": g.sample_type[1],
         "no_samples": not bool(g.weights.any()),
         "zoom": {"path": path, "found": found},
     }

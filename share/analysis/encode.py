@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..pprof import columns as pc
+from ..pprof.wire import uvarint
 from .prof import Prof
 
 _U8 = np.uint8
@@ -115,20 +116,11 @@ def group(items: Ragged, owner_off: np.ndarray) -> Ragged:
 
 
 def _strings(table: Sequence[bytes]) -> bytes:
-    return b"".join(b"\x32" + _uvarint(len(s)) + s for s in table)
-
-
-def _uvarint(x: int) -> bytes:
-    out = bytearray()
-    while x >= 0x80:
-        out.append((x & 0x7F) | 0x80)
-        x >>= 7
-    out.append(x)
-    return bytes(out)
+    return b"".join(b"\x32" + uvarint(len(s)) + s for s in table)
 
 
 def _field(tag: int, x: int) -> bytes:
-    return b"" if x == 0 else bytes([tag << 3]) + _uvarint(x % (1 << 64))
+    return b"" if x == 0 else bytes([tag << 3]) + uvarint(x % (1 << 64))
 
 
 def encode(p: Prof) -> bytes:
@@ -194,7 +186,7 @@ def encode(p: Prof) -> bytes:
         ]
     )
     head = b"".join(
-        b"\x0a" + _uvarint(len(m)) + m
+        b"\x0a" + uvarint(len(m)) + m
         for m in (_field(1, int(index[t])) + _field(2, int(index[u])) for t, u in p.sample_types)
     )
     pt = _field(1, int(index[p.period_type[0]])) + _field(2, int(index[p.period_type[1]]))
@@ -203,13 +195,13 @@ def encode(p: Prof) -> bytes:
         _field(8, int(index[p.keep_frames])),
         _field(9, p.time_nanos),
         _field(10, p.duration_nanos),
-        b"\x5a" + _uvarint(len(pt)) + pt if pt else b"",
+        b"\x5a" + uvarint(len(pt)) + pt if pt else b"",
         _field(12, p.period),
     ]
     if p.comments:
-        packed = b"".join(_uvarint(int(index[c])) for c in p.comments)
-        tail.append(b"\x6a" + _uvarint(len(packed)) + packed)
-    tail.append(b"\x70" + _uvarint(int(index[p.default_sample_type])))
+        packed = b"".join(uvarint(int(index[c])) for c in p.comments)
+        tail.append(b"\x6a" + uvarint(len(packed)) + packed)
+    tail.append(b"\x70" + uvarint(int(index[p.default_sample_type])))
     return b"".join(
         [
             head,

@@ -8,7 +8,6 @@ entries. Only values that differ from a view's defaults are kept.
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -26,29 +25,19 @@ class OptionError(ValueError):
 
 
 def _int_arg(args: Mapping[str, str], name: str, default: int) -> int:
-    text = args.get(name)
-    if text is None or text == "":
-        return default
-    try:
-        value = int(text)
-    except ValueError:
-        raise OptionError(f"?{name}={text!r} is not a whole number") from None
-    if value < 0:
-        raise OptionError(f"?{name}={text!r} must be 0 or more")
-    return value
+    return _checked(query.whole, args, name, default)
 
 
 def _fraction_arg(args: Mapping[str, str], name: str, default: float) -> float:
-    text = args.get(name)
-    if text is None or text == "":
-        return default
+    return _checked(query.fraction, args, name, default)
+
+
+def _checked(read: Any, args: Mapping[str, str], name: str, default: Any) -> Any:
+    """query's reading of a number, its refusal an OptionError (a 400)."""
     try:
-        value = float(text)
-    except ValueError:
-        raise OptionError(f"?{name}={text!r} is not a number") from None
-    if not (math.isfinite(value) and 0 <= value <= 1):
-        raise OptionError(f"?{name}={text!r} must be between 0 and 1")
-    return value
+        return read(args, name, default)
+    except query.QueryError as exc:
+        raise OptionError(str(exc)) from None
 
 
 def resolve_sample(

@@ -96,7 +96,8 @@ GO_FIELDS = {
 _ZERO_FIELDS = re.compile(rb"(?:\x00[\x00-\x7f])+")
 
 
-def _uvarint(x: int) -> bytes:
+def uvarint(x: int) -> bytes:
+    """x as a protobuf varint (the encoders here and in analysis.encode write them)."""
     out = bytearray()
     while x >= 0x80:
         out.append((x & 0x7F) | 0x80)
@@ -177,7 +178,7 @@ def _walk(data: bytes, start: int, end: int, kind: str, where: str) -> bytes:
             raise ConcatenatedProfiles()
         if what == "extra":
             if wire == 0:
-                last[field] = _uvarint(field << 3) + _uvarint(value)
+                last[field] = uvarint(field << 3) + uvarint(value)
             continue
         if what in ("msg", "msg1", "bytes"):
             if wire != 2:
@@ -188,7 +189,7 @@ def _walk(data: bytes, start: int, end: int, kind: str, where: str) -> bytes:
             else:
                 inner = f" in {_NAMES[field, kind]} {n - 1}" + (f" of{where[3:]}" if where else "")
                 payload = _walk(data, value, i, child or "", inner)
-            record = _uvarint(field << 3 | 2) + _uvarint(len(payload)) + payload
+            record = uvarint(field << 3 | 2) + uvarint(len(payload)) + payload
             if what == "msg1":
                 last[field] = record  # Go allocates a fresh message: no merging
             else:
@@ -196,9 +197,9 @@ def _walk(data: bytes, start: int, end: int, kind: str, where: str) -> bytes:
         elif what == "list":
             if wire == 2:
                 _check_packed(data, value, i, where)
-                out.append(_uvarint(field << 3 | 2) + _uvarint(i - value) + data[value:i])
+                out.append(uvarint(field << 3 | 2) + uvarint(i - value) + data[value:i])
             elif wire == 0:
-                out.append(_uvarint(field << 3) + _uvarint(value))
+                out.append(uvarint(field << 3) + uvarint(value))
             else:
                 raise WireError(f"type mismatch in field {field}", key_pos, where)
         else:
@@ -208,7 +209,7 @@ def _walk(data: bytes, start: int, end: int, kind: str, where: str) -> bytes:
                 value = 1 if value else 0
             if kind == "Profile" and field == _TIME_NANOS:
                 time_nanos = value
-            last[field] = _uvarint(field << 3) + _uvarint(value)
+            last[field] = uvarint(field << 3) + uvarint(value)
     out.extend(last.values())
     return b"".join(out)
 

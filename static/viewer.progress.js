@@ -23,7 +23,10 @@ export function watchProgress(status, progressUrl) {
     try {
       const res = await fetch(progressUrl, { headers: { Accept: "application/json" } });
       const body = res.ok ? await res.json() : null;
-      if (!stopped && body && body.stage) stage = body.stage;
+      if (!stopped && body && body.stage) {
+        stage = body.stage;
+        draw(); // at once: a stage that lasts less than a tick is still worth seeing
+      }
     } catch {
       // progress is a courtesy: the view itself reports real failures
     }

@@ -7,6 +7,8 @@ import shutil
 
 import pytest
 
+from share.pprof._proto import profile_pb2
+
 from conftest import CORPUS, make_app
 
 
@@ -94,6 +96,36 @@ def test_graph_svg_under_its_own_csp(client, pid: str) -> None:  # type: ignore[
     body = reply.get_data(as_text=True)
     assert body.startswith("<svg") and "<?xml" not in body and "<script" not in body
     assert "sort.pdqsort" in body and "&;" not in body
+
+
+def quoted_label_profile(value: str) -> bytes:
+    """main.main calls work, whose samples carry the label worker=value."""
+    prof = profile_pb2.Profile()
+    prof.string_table.extend(["", "samples", "count", "main.main", "work", "worker", value])
+    prof.sample_type.add(type=1, unit=2)
+    for i in (1, 2):
+        prof.function.add(id=i, name=i + 2)
+        prof.location.add(id=i).line.add(function_id=i)
+    sample = prof.sample.add(location_id=[2, 1], value=[7])
+    sample.label.add(key=5, str=6)
+    return prof.SerializeToString()
+
+
+def test_graph_svg_lays_out_a_label_value_with_a_quote(client) -> None:  # type: ignore[no-untyped-def]
+    """pprof's -dot writes a label value as it is (ours too, byte for byte), which Graphviz
+    cannot read when it holds a quote: the call graph escapes it and lays it out."""
+    if shutil.which("dot") is None:
+        pytest.skip("graphviz is not installed (make test installs it)")
+    value = 'say "hi" \\ bye'
+    reply = client.post(
+        "/", data=quoted_label_profile(value), headers={"Accept": "application/json"}
+    )
+    pid = reply.get_json()["id"]
+    dot = client.get(f"/{pid}/dot").get_data(as_text=True)
+    assert f'[label = "worker:{value}" id=' in dot  # unescaped, as go tool pprof -dot writes it
+    svg = client.get(f"/{pid}/graph.svg")
+    assert svg.status_code == 200, svg.get_data(as_text=True)
+    assert "worker:say &quot;hi&quot; \\ bye" in svg.get_data(as_text=True)
 
 
 def test_graph_svg_without_graphviz_is_501(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]

@@ -30,8 +30,11 @@ def dot_text(
     node_count: int = NODE_COUNT,
     node_fraction: float = NODE_FRACTION,
     edge_fraction: float = EDGE_FRACTION,
+    escape_labels: bool = False,
 ) -> str:
-    """The whole -dot output of a report."""
+    """The whole -dot output of a report. pprof writes a label value into its nodelet as it
+    is, so a value with a quote makes DOT Graphviz cannot read; escape_labels (for our own
+    SVG, never for the -dot text) escapes it as every other string is escaped."""
     g = rep.graph
     total_value = wrap64(int(g.flat[g.present].sum(dtype=_I64)))
     cutoff = abs64(go_int64(float(total_value) * node_fraction))
@@ -90,7 +93,7 @@ def dot_text(
         nodelets = set()
         for n, flat, cum in zip(nodes.tolist(), flats, cums, strict=True):
             out.append(_node(ids[n], infos[n], st.names[n], flat, cum, max_flat, total, fmt))
-            text = _nodelets(ids[n], tags_of(n), n in out_edges, fmt)
+            text = _nodelets(ids[n], tags_of(n), n in out_edges, fmt, escape_labels)
             if text:
                 nodelets.add(n)
                 out.append(text.rstrip("\n"))
@@ -145,7 +148,7 @@ def _sort_tags(tags: list[Tag], flat: bool) -> list[Tag]:
     return sorted(tags, key=lambda t: (-abs(t.cum), -abs(t.flat), t.name))
 
 
-def _nodelets(i: int, tags: NodeTags, flat_tags: bool, fmt: Any) -> str:
+def _nodelets(i: int, tags: NodeTags, flat_tags: bool, fmt: Any, escape: bool) -> str:
     """builder.addNodelets: the top label-set tags, each with its numeric tags, then the node's
     own numeric tags (flat weights for inner nodes, cum for leaves)."""
     out = ""
@@ -154,10 +157,9 @@ def _nodelets(i: int, tags: NodeTags, flat_tags: bool, fmt: Any) -> str:
         w = t.flat if flat_tags else t.cum
         if w == 0:
             continue
-        weight = fmt(w)
+        weight, name = fmt(w), dotfmt.escape(t.name) if escape else t.name
         out += (
-            f'N{i}_{j} [label = "{t.name}" id="N{i}_{j}" fontsize=8 shape=box3d '
-            f'tooltip="{weight}"]\n'
+            f'N{i}_{j} [label = "{name}" id="N{i}_{j}" fontsize=8 shape=box3d tooltip="{weight}"]\n'
         )
         out += (
             f'N{i} -> N{i}_{j} [label=" {weight}" weight=100 tooltip="{weight}" '

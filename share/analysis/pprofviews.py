@@ -126,18 +126,21 @@ def tags_text(profiles: Sequence[ParsedProfile], o: Mapping[str, Any]) -> bytes:
     return tags.tags_text(_report(profiles, o)).encode()
 
 
-def dot_text(profiles: Sequence[ParsedProfile], o: Mapping[str, Any]) -> bytes:
+def dot_text(
+    profiles: Sequence[ParsedProfile], o: Mapping[str, Any], escape_labels: bool = False
+) -> bytes:
     rep = _report(profiles, o)
     return dot.dot_text(
         rep,
         o.get("node_count", dot.NODE_COUNT),
         o.get("node_fraction", dot.NODE_FRACTION),
         o.get("edge_fraction", dot.EDGE_FRACTION),
+        escape_labels,
     ).encode()
 
 
 def graph_svg(profiles: Sequence[ParsedProfile], o: Mapping[str, Any]) -> bytes:
-    return svg.render(dot_text(profiles, o))
+    return svg.render(dot_text(profiles, o, escape_labels=True))
 
 
 def warnings_json(profiles: Sequence[ParsedProfile], o: Mapping[str, Any]) -> bytes:

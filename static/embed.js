@@ -1,5 +1,7 @@
 // /<id>/embed: the flame graph of static/viewer.flame.js and a sample-type switch, nothing
-// else, for an iframe. Names reach the page through the canvas and textContent only.
+// else, for an iframe. The embed's query string (filters, diff_base…) goes to the API as it
+// stands. Names reach the page through the canvas and textContent only.
+import { diffTotalText } from "./viewer.diff.js";
 import { FlameGraph } from "./viewer.flame.js";
 import { formatValue } from "./viewer.format.js";
 
@@ -17,7 +19,10 @@ const graph = new FlameGraph({
 });
 
 async function load(si) {
-  const url = root.dataset.flamegraphUrl + (si == null ? "" : `?si=${si}`);
+  const params = new URLSearchParams(root.dataset.query);
+  if (si != null) params.set("si", si);
+  const query = params.toString();
+  const url = root.dataset.flamegraphUrl + (query ? `?${query}` : "");
   const res = await fetch(url, { headers: { Accept: "application/json" } });
   const body = await res.json().catch(() => null);
   if (!res.ok) throw new Error(body && body.error ? body.error.message : `${res.status}`);
@@ -39,7 +44,10 @@ function show(fg) {
   if (fg.sample_index != null) select.value = String(fg.sample_index);
   $("total").textContent = fg.no_samples
     ? "no samples"
-    : `total ${formatValue(fg.total, fg.unit)}`;
+    : fg.diff
+      ? diffTotalText(fg)
+      : `total ${formatValue(fg.total, fg.unit)}`;
+  $("filters").textContent = (fg.filters || []).join(" · ");
   status.hidden = !fg.no_samples;
   status.textContent = fg.no_samples ? "This profile has no samples of this type." : "";
   if (!fg.no_samples) graph.setData(fg);

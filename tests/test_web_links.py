@@ -155,6 +155,17 @@ def test_only_the_embed_may_be_framed(client) -> None:  # type: ignore[no-untype
         assert frame_ancestors(reply) == "'none'", path
 
 
+def test_the_embed_keeps_the_pages_query_as_text(client) -> None:  # type: ignore[no-untyped-def]
+    """The embed passes its query (filters, diff_base) on to the API and to its link, escaped."""
+    pid = upload(client).get_json()["id"]
+    html = client.get(f"/{pid}/embed?hide=runtime&focus=%22%3E%3Cscript%3E").get_data(as_text=True)
+    assert 'data-query="hide=runtime&amp;focus=%22%3E%3Cscript%3E"' in html
+    assert f'href="http://localhost/{pid}?hide=runtime&amp;focus=%22%3E%3Cscript%3E"' in html
+    assert "<script>" not in html
+    plain = client.get(f"/{pid}/embed").get_data(as_text=True)
+    assert 'data-query=""' in plain and f'href="http://localhost/{pid}"' in plain
+
+
 def test_embed_ancestors_from_the_setting(tmp_path) -> None:  # type: ignore[no-untyped-def]
     from share import create_app
     from share.config import ConfigError

@@ -176,6 +176,36 @@ def test_another_site_can_frame_the_embed_but_not_the_page(
     page.screenshot(path=str(ARTIFACTS / "links-embed.png"))
 
 
+def test_an_embedded_diff_with_a_filter_is_that_view(live_server: str, page) -> None:  # type: ignore[no-untyped-def]
+    """/ID/embed?diff_base=…&hide=… draws the diff the page would: both totals, the filter, red
+    and green frames, and a link to the same view."""
+    after = upload(live_server, unique(CORPUS / "go-runtime/cpu-labels.pb.gz"))
+    before = upload(live_server, unique(CORPUS / "go-runtime/cpu-small.pb.gz"))
+    query = f"diff_base={before.rsplit('/', 1)[1]}&hide=runtime"
+    page.goto(f"{after}/embed?{query}")
+    page.wait_for_selector("#embed[data-state=ready]", timeout=30_000)
+    assert "→" in page.inner_text("#total")
+    assert page.inner_text("#filters") == "hide=runtime"
+    assert page.get_attribute(".em-brand", "href") == f"{after}?{query}"
+    colours = page.evaluate(
+        """() => {
+          const c = document.getElementById("fg-canvas");
+          const d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
+          let red = 0, green = 0;
+          for (let i = 0; i < d.length; i += 4) {
+            if (d[i] > d[i + 1] + 60) red++;
+            if (d[i + 1] > d[i] + 60) green++;
+          }
+          return { red, green };
+        }"""
+    )
+    assert colours["red"] > 100 and colours["green"] > 100, colours
+    page.goto(f"{after}/embed?focus=(")  # pprof's own error, as text
+    page.wait_for_selector("#embed[data-state=error]", timeout=30_000)
+    assert "missing closing )" in page.inner_text("#status")
+    assert [e for e in page.console_errors if "status of 400" not in e] == []
+
+
 @pytest.fixture(scope="session")
 def speedscope_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The speedscope npm package, installed once into a cache outside the repository."""

@@ -395,21 +395,15 @@ export class FlameGraph {
     const match = new Uint8Array(d.names.length);
     for (let k = 1; k < d.names.length; k++) match[k] = re.test(d.names[k]) ? 1 : 0;
     let sum = 0;
-    const sides = { before: 0, after: 0 }; // a diff's matched stacks, side by side
     for (let i = 1; i < d.n; ) {
       if (match[d.name[i]]) {
         sum += d.value[i]; // the topmost match covers every deeper match on its stacks
-        if (d.diff) {
-          sides.before += d.before[i];
-          sides.after += d.after[i];
-        }
         i = d.end[i];
       } else {
         i++;
       }
     }
     this.match = match;
-    this.matchedSides = sides;
     this.draw();
     return sum;
   }

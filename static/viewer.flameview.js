@@ -19,8 +19,9 @@ function compile(q) {
 
 /** The weight of the stacks through a match of re in a flame graph JSON: the topmost match of
  * each stack counts, as a function's cum counts each stack once. */
-function matchedValue(doc, re) {
-  const { name, depth, value } = doc.nodes;
+function matchedValue(doc, re, column = "value") {
+  const { name, depth } = doc.nodes;
+  const value = doc.nodes[column];
   const hit = doc.names.map((n, k) => k > 0 && re.test(n));
   let sum = 0;
   for (let i = 1; i < name.length; ) {
@@ -129,25 +130,25 @@ export class FlameView {
     }
     const want = wantPath && wantPath.length > path.length && samePrefix(wantPath, path) ? wantPath : path;
     const fetched = root && want.length === root.length && samePrefix(want, root);
-    // The server's subtree view of a diff is refused (it would have no sides): a diff stays whole.
-    const canFetch = !fetched && !(this.base && this.base.diff);
-    if (canFetch && (want.length > path.length || this.trimmedUnder(z))) this.fetchDetail(want);
+    if (!fetched && (want.length > path.length || this.trimmedUnder(z))) this.fetchDetail(want);
     this.current = want;
     this.dom.root.dataset.flameRows = String(g.data.rows); // rows drawn, for tests and bench
     this.renderCrumbs(z);
     this.onZoomPath(want);
   }
 
-  /** Whether frames with weight were cut from node z's subtree: its value is more than the
-   * self values drawn under it. */
+  /** Whether frames with weight were cut from node z's subtree: its value (a diff's: its
+   * width, before + after) is more than the self values drawn under it. */
   trimmedUnder(z) {
     const d = this.graph.data;
     const doc = this.zoomDoc || this.base;
     if (!doc || !doc.trimmed || !doc.trimmed.nodes || z <= 0) return false;
+    const own = d.diff ? (i) => Math.abs(d.beforeSelf[i]) + Math.abs(d.afterSelf[i]) : (i) => d.self[i];
+    const whole = d.diff ? d.width[z] : d.value[z];
     let self = 0;
-    for (let i = z; i < d.end[z]; i++) self += d.self[i];
-    const missing = Math.abs(d.value[z] - self);
-    return missing > 1e-9 * Math.abs(d.value[z]) && missing > 0;
+    for (let i = z; i < d.end[z]; i++) self += own(i);
+    const missing = Math.abs(whole - self);
+    return missing > 1e-9 * Math.abs(whole) && missing > 0;
   }
 
   async fetchDetail(path) {
@@ -198,8 +199,9 @@ export class FlameView {
       return;
     }
     if (doc.diff) {
-      // Each side of the matched stacks, of its own side's total (a diff is drawn whole).
-      const m = describeDiffMatch(this.graph.matchedSides, doc);
+      // Each side of the matched stacks, of its own side's total.
+      const sides = { before: matchedValue(doc, this.re, "before"), after: matchedValue(doc, this.re, "after") };
+      const m = describeDiffMatch(sides, doc);
       share.textContent = m.text;
       share.dataset.share = String(m.share);
       return;

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import json
 from pathlib import Path
 from typing import Any
 
@@ -238,8 +239,44 @@ def test_a_filtered_diff_keeps_both_sides(web, refine: str) -> None:  # type: ig
     assert top["before_total"] == fg["before_total"] and top["after_total"] == fg["after_total"]
 
 
-def test_zoom_into_a_diff_is_a_400_that_says_so(web) -> None:  # type: ignore[no-untyped-def]
+def by_path(doc: dict[str, Any]) -> dict[tuple[str, ...], tuple[int, int, int, int]]:
+    """Each node of a flame graph document by its frame path: (before, after, their selfs)."""
+    names, nodes = doc["names"], doc["nodes"]
+    out, path = {}, []
+    for i, depth in enumerate(nodes["depth"]):
+        del path[max(depth - 1, 0) :]
+        if depth:
+            path.append(names[nodes["name"][i]])
+        sides = ("before", "after", "before_self", "after_self")
+        out[tuple(path)] = tuple(nodes[k][i] for k in sides)
+    return out
+
+
+@pytest.mark.parametrize("refine", ["", "&hide=runtime"])
+def test_zoom_into_a_diff_lays_out_its_subtree_with_both_sides(web, refine: str) -> None:  # type: ignore[no-untyped-def]
+    """A zoomed diff is the whole diff's subtree under the path, node for node (with no budget
+    to cut either), and with a budget it reaches deeper than the whole diff does."""
     new, base = upload(web, LABELS), upload(web, SMALL)
-    reply = web.get(f'/api/v1/profiles/{new}/flamegraph?diff_base={base}&zoom=["main.main"]')
-    assert reply.status_code == 400
-    assert "zoom= is not available on a diff" in reply.get_json()["error"]["message"]
+    api = f"/api/v1/profiles/{new}/flamegraph?diff_base={base}{refine}"
+    whole = web.get(f"{api}&budget=0").get_json()
+    paths = by_path(whole)
+    deepest = max(paths, key=len)
+    frames = list(deepest[:2])
+    query = f"&zoom={json.dumps(frames)}"
+    zoomed = web.get(f"{api}&budget=0{query}").get_json()
+    assert zoomed["diff"] and zoomed["zoom"] == {"path": frames, "found": True}
+    assert zoomed["before_total"] == whole["before_total"]
+    under = {p: v for p, v in paths.items() if p[: len(frames)] == tuple(frames)}
+    mine = {p: v for p, v in by_path(zoomed).items() if len(p) >= len(frames)}
+    assert mine == under and len(mine) > 1
+    nodes = zoomed["nodes"]
+    assert nodes["value"] == [a - b for a, b in zip(nodes["after"], nodes["before"], strict=True)]
+    # The chain above: the root and the first frame weigh what they weigh in the whole diff.
+    assert by_path(zoomed)[()][:2] == paths[()][:2]
+    assert by_path(zoomed)[tuple(frames[:1])][:2] == paths[tuple(frames[:1])][:2]
+    small = web.get(f"{api}&budget=5").get_json()
+    deep = web.get(f"{api}&budget=5{query}").get_json()
+    assert max(deep["nodes"]["depth"]) > max(small["nodes"]["depth"])
+    assert len(deep["nodes"]["depth"]) <= 1 + len(frames) + 5  # root, path, 5 under its end
+    missing = web.get(f'{api}&zoom=["no.such.frame"]').get_json()
+    assert missing["zoom"]["found"] is False and missing["nodes"]["depth"] == [0]

@@ -334,3 +334,25 @@ def test_a_filter_on_a_diff_keeps_its_sides_and_colours(page, pair):
     assert [row.nth(i).inner_text() for i in range(3)] == ["400ms", "100ms", "-300ms"]
     shot(page, "compare-filtered")
     assert page.console_errors == []
+
+
+def test_zoom_into_a_trimmed_diff_fetches_its_subtree_with_both_sides(page, pair):
+    """With a budget that cuts frames, a zoom into a diff's frame fetches its subtree with a
+    budget of its own (?zoom=): frames that were cut appear, with both sides; a search's share
+    is still of the whole diff."""
+    base, new = pair
+    open_profile(page, f"{new}?diff_base={pid(base)}&budget=3")  # all, main.main, shrink.fn
+    assert page.get_attribute("#viewer", "data-detail") == ""
+    with pytest.raises(AssertionError, match="no frame 'grow.fn'"):
+        hover_frame(page, "grow.fn")
+    page.mouse.click(*frame_point(page, 1, 0.5))  # main.main
+    page.wait_for_selector("#viewer[data-detail=zoom]", timeout=60_000)
+    tip = hover_frame(page, "grow.fn")
+    assert "before 100ms" in tip and "after 400ms" in tip and "delta +300ms" in tip, tip
+    hues = page.evaluate(ROW_HUES, 2)
+    assert hues["red"] > 50 and hues["green"] > 50, hues
+    page.fill("#search", "^shrink")
+    page.wait_for_selector("#search-share:not([data-share=''])")
+    assert page.inner_text("#search-share").startswith("matched 400ms (47.06%) → 100ms (11.11%)")
+    assert "zoom=main.main" in page.url
+    assert page.console_errors == []

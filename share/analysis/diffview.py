@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from . import flame
+from . import flame, zoom
 from .combine import Shown
 from .graph import Graph, graph, node_sums, stack_node_sums, view_header
 from .top import columns, top
@@ -92,6 +92,80 @@ def refined_flamegraph(
     return doc
 
 
+def zoomed_flamegraph(
+    s: Shown,
+    g: Graph,
+    sample_stack: np.ndarray,
+    path: list[str],
+    node_fraction: float,
+    budget: int,
+) -> dict[str, Any]:
+    """The differential flame graph under a frame path (?zoom=, as zoom.zoomed for one
+    profile): the subtree laid out by before + after with a budget of its own, both sides
+    summed over it, and the path's frames above it with their real sides."""
+    before_s, after_s = _refined_sides(s, g, sample_stack)
+    st = g.stacks
+    width = np.abs(before_s) + np.abs(after_s)
+    root_width = int(width.sum(dtype=_I64))
+    sub = zoom.subtree(st, path)
+    t, order = zoom.subtree_tree(st, sub, width, root_width, node_fraction, budget)
+    cum, own, hidden = flame.sums(t, np.column_stack((before_s, after_s))[sub.stacks])
+    cum, own = cum[order], own[order]
+    ends_here = np.diff(st.frame_off) == 0
+
+    def above(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(value, self) of the root and the path's frames above the last, then the tree's."""
+        values, selfs = sub.chain(w)
+        root = [int(w.sum(dtype=_I64)), *values[:-1]]
+        root_self = [int(w[ends_here].sum(dtype=_I64)), *selfs[:-1]]
+        return np.array(root, dtype=_I64), np.array(root_self, dtype=_I64)
+
+    (b_top, b_top_self), (a_top, a_top_self) = above(before_s), above(after_s)
+    before, after = np.concatenate((b_top, cum[:, 0])), np.concatenate((a_top, cum[:, 1]))
+    before_self = np.concatenate((b_top_self, own[:, 0]))
+    after_self = np.concatenate((a_top_self, own[:, 1]))
+    named = zoom.chain_names(st, sub, t.node[order])
+    chain = len(sub.top_nodes)
+    doc = _header(s, g, *_sides(s, g))
+    doc.update(
+        {
+            "no_samples": not (bool(before_s.any()) or bool(after_s.any())),
+            "width_total": root_width,
+            "names": named["names"],
+            "files": named["files"],
+            "nodes": {
+                "name": named["name"],
+                "depth": list(range(chain + 1)) + (t.depth[order] + chain).tolist(),
+                "value": (after - before).tolist(),
+                "self": (after_self - before_self).tolist(),
+                "before": before.tolist(),
+                "after": after.tolist(),
+                "before_self": before_self.tolist(),
+                "after_self": after_self.tolist(),
+            },
+            "trimmed": _trimmed(t, hidden, node_fraction, budget),
+            "zoom": {"path": path, "found": sub.found},
+        }
+    )
+    return doc
+
+
+def _trimmed(
+    t: flame.Tree, hidden: np.ndarray, node_fraction: float, budget: int
+) -> dict[str, Any]:
+    """What a diff's tree left out: counted by width, with both sides' sums."""
+    return {
+        "nodes": t.hidden_nodes,
+        "value": wrap64(int(hidden[1]) - int(hidden[0])),
+        "max": t.hidden_max,
+        "width": t.hidden_value,
+        "before": int(hidden[0]),
+        "after": int(hidden[1]),
+        "node_fraction": node_fraction,
+        "budget": budget,
+    }
+
+
 def refined_top_columns(
     s: Shown, g: Graph, sample_stack: np.ndarray, nodes: np.ndarray
 ) -> dict[str, list[int]]:
@@ -140,16 +214,7 @@ def _flame_doc(
                 "before_self": own[:, 0].tolist(),
                 "after_self": own[:, 1].tolist(),
             },
-            "trimmed": {
-                "nodes": t.hidden_nodes,
-                "value": wrap64(int(hidden[1]) - int(hidden[0])),
-                "max": t.hidden_max,
-                "width": t.hidden_value,
-                "before": int(hidden[0]),
-                "after": int(hidden[1]),
-                "node_fraction": node_fraction,
-                "budget": budget,
-            },
+            "trimmed": _trimmed(t, hidden, node_fraction, budget),
         }
     )
     return doc

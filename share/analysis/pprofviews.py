@@ -68,10 +68,12 @@ def with_options(name: str, plain: Render) -> Render:
                     diffview.refined_top_columns(s, rep.graph, rep.sample_stack, result.nodes)
                 )
                 doc.update(diffview.sides_header(s, rep.graph))
-        elif "zoom" in o and not s.diff:
-            doc = zoom.zoomed(rep.graph, list(o["zoom"]), o["node_fraction"], o["budget"])
+        elif "zoom" in o and s.diff:
+            doc = diffview.zoomed_flamegraph(
+                s, rep.graph, rep.sample_stack, list(o["zoom"]), o["node_fraction"], o["budget"]
+            )
         elif "zoom" in o:
-            raise explore.ReportError("zoom= is not available on a diff: zoom in the page")
+            doc = zoom.zoomed(rep.graph, list(o["zoom"]), o["node_fraction"], o["budget"])
         elif s.diff:
             doc = diffview.refined_flamegraph(
                 s, rep.graph, rep.sample_stack, o["node_fraction"], o["budget"]

@@ -133,7 +133,7 @@ def summary_json(parsed: ParsedProfile, index: int | None) -> bytes:
     return _encode(summary.summary(parsed, index))
 
 
-VERSION = "v8"
+VERSION = "v9"
 
 # name -> (render(profiles, options) -> bytes, mimetype); profiles[0] is the profile shown.
 VIEWS: dict[str, tuple[Callable[[Sequence[ParsedProfile], Mapping[str, Any]], bytes], str]] = {

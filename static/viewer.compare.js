@@ -270,14 +270,6 @@ class Compare {
     Promise.all(sides).then((names) => {
       document.title = `${names[0]} − ${names.slice(1).join(" + ")} · pprof-share`;
     });
-    // A command that makes the same diff with go tool pprof.
-    const cmd = document.getElementById("pprof-cmd");
-    if (cmd) {
-      const raw = (id) => new URL(`${this.prefix}/${id}/raw`, location.href).href;
-      const bases = refs.map((r) => profileId(r)).filter(Boolean).map(raw);
-      const flags = `-${mode}=${bases.join(",")}${normalize ? " -normalize" : ""}`;
-      cmd.value = `go tool pprof -http=: ${flags} ${raw(this.id)}`;
-    }
   }
 
   /** One side of the diff: its title (a link to it), then what its record says; resolves to

@@ -14,6 +14,7 @@ import { renderMeta, setupWaysOut } from "./viewer.meta.js";
 import { PeekView } from "./viewer.peek.js";
 import { watchProgress } from "./viewer.progress.js";
 import { bindKeys } from "./viewer.keys.js";
+import { showCommand } from "./viewer.cmd.js";
 import { addedValue, frameMenuAt, RefineBar, VIEWS } from "./viewer.refine.js";
 import * as url from "./viewer.state.js";
 import { TopTable } from "./viewer.top.js";
@@ -230,6 +231,8 @@ async function refresh(opts = {}) {
   state.si = state.types.length ? fg.sample_index : -1;
   if (state.si >= 0) dom.select.value = String(state.si);
   state.fg = fg;
+  const custom = state.types.length && fg.sample_index !== fg.default_sample_index;
+  showCommand(root, url.serverParams(), custom && fg.sample_type ? fg.sample_type.type : "");
   state.warnings.base = fg.warnings || [];
   showNotes();
   const type = fg.sample_type;

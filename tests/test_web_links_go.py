@@ -7,6 +7,7 @@ import gzip
 import html
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -91,3 +92,36 @@ def test_the_cli_from_the_index_page_uploads_with_no_server_flag(
     assert record["kind"]["name"] == "cpu"
     raw = requests.get(link + "/raw", timeout=30).content
     assert b"/api/users" not in gzip.decompress(raw)  # the labels were stripped
+
+
+@pytest.mark.go
+@pytest.mark.browser
+@pytest.mark.parametrize(
+    ("query", "fragment"),
+    [
+        ("hide=runtime&g=lines&focus=main\\.|sort\\.(Ints|Sort)", "#si=samples"),
+        ("diff_base={small}&h=runtime&normalize=1", ""),
+    ],
+)
+def test_the_pages_pprof_command_opens_the_same_view(
+    live_server: str, go_env: dict[str, str], page, query: str, fragment: str
+) -> None:  # type: ignore[no-untyped-def]
+    """The command beside the page, run with -top in place of -http=:, prints what the page's
+    own /top text gives for its query: the diff, the filters (shell-quoted), the granularity
+    and a sample type that is not the default all travel as pprof's flags."""
+    link = requests.post(live_server + "/", data=LABELS.read_bytes(), timeout=30).text.strip()
+    small = requests.post(
+        live_server + "/", data=(CORPUS / "go-runtime/cpu-small.pb.gz").read_bytes(), timeout=30
+    ).text.strip()
+    query = query.format(small=small.rsplit("/", 1)[1])
+    page.goto(f"{link}?{requests.utils.quote(query, safe='=&')}{fragment}")
+    page.wait_for_selector("#viewer[data-state=ready]", timeout=60_000)
+    command = shlex.split(page.input_value("#pprof-cmd"))
+    assert command[:4] == ["go", "tool", "pprof", "-http=:"] and command[-1] == f"{link}/raw"
+    go = pprof(go_env, "-top", "-nodefraction=0", *command[4:])
+    assert go.returncode == 0, go.stderr
+    si = "&si=samples" if fragment else ""
+    ours = requests.get(f"{link}/top?{requests.utils.quote(query, safe='=&')}{si}", timeout=60)
+    assert ours.status_code == 200, ours.text
+    assert go.stdout == ours.text
+    assert "Active filters:" in ours.text and "runtime." not in ours.text

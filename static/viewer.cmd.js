@@ -1,0 +1,52 @@
+// The "go tool pprof" command beside the page opens the same view in pprof's own web UI: the
+// profile's raw link, the page's diff (-diff_base/-base, -normalize), its refine filters and
+// granularity as pprof's flags (README's table), and the sample type when it is not the default.
+import { diffParams, profileId } from "./viewer.compare.js";
+
+// Query parameters (and their short names) that are pprof flags with the same value.
+const VALUED = {
+  focus: "focus", f: "focus", ignore: "ignore", i: "ignore", hide: "hide", h: "hide",
+  show: "show", s: "show", show_from: "show_from", sf: "show_from",
+  prune_from: "prune_from", prunefrom: "prune_from",
+  tagfocus: "tagfocus", tf: "tagfocus", tagignore: "tagignore", ti: "tagignore",
+  tagshow: "tagshow", ts: "tagshow", taghide: "taghide", th: "taghide",
+  tagroot: "tagroot", tagleaf: "tagleaf",
+};
+const SWITCHES = { noinlines: "noinlines", relative_percentages: "relative_percentages", rel: "relative_percentages" };
+const GRANULARITIES = ["lines", "files", "addresses", "filefunctions"];
+
+/** A word as a POSIX shell reads it back: bare when nothing in it is special, else quoted. */
+export function shellWord(text) {
+  return /^[\w@%+=:,./-]+$/.test(text) ? text : `'${text.replaceAll("'", `'\\''`)}'`;
+}
+
+const on = (v) => v !== "" && !/^(0|false|f|no|off)$/i.test(v);
+
+/** pprof's flags for the page's query (URLSearchParams); sampleIndex: the sample type's name
+ * when it is not the profile's default; raw(id): the raw link of a profile id. */
+export function pprofFlags(params, sampleIndex, raw) {
+  const flags = [];
+  const diff = diffParams(params.toString()); // the page's own reading of its diff
+  if (diff) {
+    const bases = diff.refs.map(profileId).filter(Boolean).map((id) => shellWord(raw(id)));
+    flags.push(`-${diff.mode}=${bases.join(",")}`);
+    if (diff.normalize) flags.push("-normalize");
+  }
+  if (sampleIndex) flags.push(`-sample_index=${shellWord(sampleIndex)}`);
+  const granularity = params.get("granularity") || params.get("g") || "";
+  if (GRANULARITIES.includes(granularity)) flags.push(`-${granularity}`);
+  for (const [name, value] of params) {
+    if (VALUED[name] && value) flags.push(`-${VALUED[name]}=${shellWord(value)}`);
+    else if (SWITCHES[name] && on(value)) flags.push(`-${SWITCHES[name]}`);
+  }
+  return flags;
+}
+
+/** Writes the command into #pprof-cmd. root: the viewer (data-raw-url, data-id). */
+export function showCommand(root, params, sampleIndex) {
+  const cmd = document.getElementById("pprof-cmd");
+  if (!cmd) return;
+  const own = new URL(root.dataset.rawUrl, location.href).href;
+  const raw = (id) => own.slice(0, own.length - `${root.dataset.id}/raw`.length) + `${id}/raw`;
+  cmd.value = ["go tool pprof -http=:", ...pprofFlags(params, sampleIndex, raw), shellWord(own)].join(" ");
+}

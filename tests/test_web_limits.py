@@ -4,6 +4,7 @@ Redis count a client together; X-Forwarded-For counts only from a trusted proxy.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -134,3 +135,55 @@ def test_links_only_for_allowed_hosts(servers):
     assert "SHARE_ALLOWED_HOSTS" in forged.text and "evil.example" not in forged.headers.get(
         "Location", ""
     )
+
+
+def test_the_embedded_default_counts_a_client_across_workers_and_instances(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """On local dir + SQLite the counters live in a file beside the records (once they were
+    per process, so each gunicorn worker let the whole limit through): two instances, and
+    the workers of each, on one store count a client together."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith("SHARE_")}
+    base.update(
+        SHARE_BLOBS=f"file:{tmp_path}/blobs",
+        SHARE_META=f"sqlite:{tmp_path}/meta.sqlite3",
+        SHARE_PUBLIC_URL="",
+        SHARE_RATE_UPLOADS="4/minute",
+        SHARE_RATE_UPLOAD_BYTES="off",
+        SHARE_RATE_DELETES="off",
+    )
+    first, p1 = start_server(base, tmp_path / "first.log", workers=2)
+    second, p2 = start_server(base, tmp_path / "second.log", workers=2)
+    try:
+        made = [
+            upload(server, f"e{i}").status_code
+            for i, server in enumerate([first] * 2 + [second] * 2)
+        ]
+        assert made == [201] * 4
+        for i in range(6):  # fresh connections, so both workers of each instance are asked
+            assert_limited(upload([first, second][i % 2], f"over{i}"), "SHARE_RATE_UPLOADS")
+        assert (tmp_path / "meta.sqlite3-limits").exists()
+    finally:
+        stop(p1)
+        stop(p2)
+
+
+def test_sqlite_limit_storage_counts_lapses_and_clears(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from limits import parse
+    from limits.strategies import FixedWindowRateLimiter
+
+    from share.store.sqlite_limits import SqliteLimitStorage, storage_uri
+
+    uri = storage_uri(str(tmp_path / "sub" / "meta.sqlite3"))
+    one, other = SqliteLimitStorage(uri), SqliteLimitStorage(uri)  # two processes' views
+    assert one.check() and one.get("k") == 0
+    assert one.incr("k", 1) == 1 and other.incr("k", 1, amount=5) == 6
+    assert other.get("k") == 6 and time.time() < one.get_expiry("k") <= time.time() + 1
+    limiter = FixedWindowRateLimiter(other)
+    item = parse("2/second")
+    assert limiter.hit(item, "c") and limiter.hit(item, "c") and not limiter.hit(item, "c")
+    time.sleep(1.05)  # the window lapses: a fresh count
+    assert one.get("k") == 0 and limiter.hit(item, "c")
+    key = item.key_for("c")
+    assert other.get(key) == 1
+    one.clear(key)
+    assert other.get(key) == 0
+    assert one.incr("x", 60) == 1 and one.reset() == 2 and other.get("x") == 0  # k (lapsed), x

@@ -1,8 +1,9 @@
 """Who may do what how often: rate limits per client address, the optional upload token, the
 proxies whose X-Forwarded-For is believed, and the hosts links may be built for.
 
-Rate limits are Flask-Limiter's, kept in Redis when SHARE_META is Redis (so every instance
-counts the same client together) and in the process on the embedded default. A limit answers
+Rate limits are Flask-Limiter's, kept in Redis when SHARE_META is Redis and in a SQLite file
+beside the records on the embedded default (store.sqlite_limits), so every worker and every
+instance on the same store counts the same client together. A limit answers
 429 with Retry-After and the limit in its one line. The bytes-per-hour limit is charged with
 the body's size: before reading it when Content-Length says it, after reading a chunked one.
 """
@@ -25,6 +26,7 @@ from .. import metrics
 from ..config import LOOPBACK_HOSTS, host_list, parse_rate
 from ..core import human_bytes
 from ..errors import ShareError, Unauthorized
+from ..store import sqlite_limits
 from .errors import render_error
 
 NAMES = {"uploads": "SHARE_RATE_UPLOADS", "deletes": "SHARE_RATE_DELETES"}
@@ -72,16 +74,21 @@ def init_app(app: Flask) -> Limiter:
     if settings["TRUSTED_PROXIES"]:
         app.wsgi_app = TrustedProxies(app.wsgi_app, host_list(settings["TRUSTED_PROXIES"]))
     meta = str(settings["META"])
-    shared = meta.startswith(("redis://", "rediss://", "unix://"))
+    redis = meta.startswith(("redis://", "rediss://", "unix://"))
     timeout = min(float(settings["STORE_TIMEOUT"]), 2.0)
-    storage = ("redis+" + meta if meta.startswith("unix://") else meta) if shared else "memory://"
+    if redis:
+        storage = "redis+" + meta if meta.startswith("unix://") else meta
+        options: dict[str, Any] = {"socket_timeout": timeout, "socket_connect_timeout": timeout}
+    elif meta.startswith("sqlite:"):
+        storage = sqlite_limits.storage_uri(meta.removeprefix("sqlite:"))
+        options = {"timeout": timeout}
+    else:
+        storage, options = "memory://", {}
     limiter = Limiter(
         client_address,
         app=app,
         storage_uri=storage,
-        storage_options=(
-            {"socket_timeout": timeout, "socket_connect_timeout": timeout} if shared else {}
-        ),
+        storage_options=options,
         strategy="fixed-window",
         key_prefix="pprof-share-limits",
         headers_enabled=True,

@@ -83,7 +83,13 @@ def _merge_all(profs: Sequence[Prof], what: str) -> Merged:
 def merged_profile(parsed: Sequence[Any], comment: str = "") -> bytes:
     """The protobuf (not compressed) of the profiles merged, as `go tool pprof -proto` writes
     it; comment is appended to the comments (pprof's -add_comment)."""
-    prof = _merge_all([from_parsed(p) for p in parsed], "the profiles cannot be merged").prof
+    return merged_columns([from_parsed(p) for p in parsed], comment)
+
+
+def merged_columns(profs: Sequence[Prof], comment: str = "") -> bytes:
+    """merged_profile of profiles already in columns (from_parsed): a merge of many files
+    keeps only their columns, not each decoded message beside them."""
+    prof = _merge_all(profs, "the profiles cannot be merged").prof
     if comment:
         strings = [*prof.strings, comment.encode()]
         prof = replace(prof, strings=strings, comments=[*prof.comments, len(strings) - 1])

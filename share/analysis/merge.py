@@ -316,14 +316,21 @@ def _canonical_labels(p: Prof, k: np.ndarray, base: int) -> tuple[Labels, np.nda
 
 def _samples(profs: list[Prof], kept: list[np.ndarray], loc_index: list[np.ndarray]) -> Samples:
     """Group every kept sample by (merged locations, canonical labels)."""
-    loc_parts, len_parts, lab_parts, owner_parts, tok_parts, src, idx = [], [], [], [], [], [], []
-    base = 0
+    len_parts, lab_parts, owner_parts, tok_parts, src, idx = [], [], [], [], [], []
+    for p, k in zip(profs, kept, strict=True):
+        len_parts.append(np.diff(p.stack_off) if len(k) == p.n_samples else np.diff(p.stack_off)[k])
+    # The merged stacks are the largest array of a merge (every frame of every profile):
+    # written in place, not gathered per profile and then concatenated (twice the memory).
+    lengths = _concat(len_parts, _I64)
+    locs_off = pc.offsets(lengths)
+    locs = np.empty(int(locs_off[-1]), dtype=_I64)
+    base = at = 0
     for s, (p, k) in enumerate(zip(profs, kept, strict=True)):
-        every = len(k) == p.n_samples
-        lengths = np.diff(p.stack_off) if every else np.diff(p.stack_off)[k]
-        entries = p.stack_loc if every else p.stack_loc[pc.ranges(p.stack_off[:-1][k], lengths)]
-        loc_parts.append(loc_index[s][entries])
-        len_parts.append(lengths)
+        entries = p.stack_loc
+        if len(k) != p.n_samples:
+            entries = p.stack_loc[pc.ranges(p.stack_off[:-1][k], len_parts[s])]
+        np.take(loc_index[s], entries, out=locs[at : at + len(entries)])
+        at += len(entries)
         lab, owner, tok = _canonical_labels(p, k, base)
         lab_parts.append(lab)
         owner_parts.append(owner)
@@ -331,9 +338,6 @@ def _samples(profs: list[Prof], kept: list[np.ndarray], loc_index: list[np.ndarr
         src.append(np.full(len(k), s, dtype=_I64))
         idx.append(k)
         base += len(k)
-    locs = _concat(loc_parts, _I64)
-    lengths = _concat(len_parts, _I64)
-    locs_off = pc.offsets(lengths)
     labels = Labels(*(_concat([getattr(x, f) for x in lab_parts], t) for f, t in _LABEL_FIELDS))
     label_tok = _concat(tok_parts, _I64)
     n = len(lengths)

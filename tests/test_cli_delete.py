@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from test_cli_upload import REPO, cli, unique_profile
 
 from conftest import http_status, make_app
@@ -81,3 +82,16 @@ def test_prune_with_a_bad_setting_says_which(tmp_path: Path) -> None:
     )
     assert result.returncode == 2
     assert result.stderr.startswith("pprof-share: SHARE_META='mysql://nope'")
+
+
+@pytest.mark.parametrize("pid", ["-JZx8dkX82nVnq_l", "--Zx8dkX82nVnq_l"])
+def test_an_id_that_starts_with_a_dash_is_an_argument(pid: str) -> None:
+    """Ids are base64url: one in 64 starts with '-'; argparse would take it for an option."""
+    from share.cli import build_parser
+
+    args = build_parser().parse_args(["delete", pid, "--token", "t"])
+    assert args.link == pid and args.token == "t"
+    args = build_parser().parse_args(["merge", "a.pb.gz", pid])
+    assert args.sources == ["a.pb.gz", pid]
+    with pytest.raises(SystemExit):  # a real option is still one
+        build_parser().parse_args(["delete", pid, "--tokenx", "t"])

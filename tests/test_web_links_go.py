@@ -92,6 +92,12 @@ def test_the_cli_from_the_index_page_uploads_with_no_server_flag(
     assert record["kind"]["name"] == "cpu"
     raw = requests.get(link + "/raw", timeout=30).content
     assert b"/api/users" not in gzip.decompress(raw)  # the labels were stripped
+    # An id that starts with '-' (one in 64 do) is the profile, not an option.
+    result = subprocess.run(
+        [*plain_python(), str(script), "delete", "-JZx8dkX82nVnq_l", "--token", "t"],
+        cwd=tmp_path, capture_output=True, text=True, env=env, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 1 and "(HTTP 404)" in result.stderr, result.stderr
 
 
 @pytest.mark.go

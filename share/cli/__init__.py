@@ -43,7 +43,9 @@ def fsck(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="pprof-share", description=__doc__.split("\n")[0])
+    from .script import Parser  # standard library only: ids starting with '-' are arguments
+
+    parser = Parser(prog="pprof-share", description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = commands.add_parser("serve", help="run the web service under gunicorn")

@@ -20,6 +20,20 @@ STRIP_HELP = (
 )
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse, except that a profile id starting with '-' is an argument, not an option.
+
+    Ids are 16 characters of base64url, so one in 64 starts with '-': `pprof-share delete
+    -JZx8dkX82nVnq_l --token T` must not fail with "the following arguments are required".
+    """
+
+    def _parse_optional(self, arg_string: str) -> object:  # argparse's hook, stable since 3.2
+        an_id = len(arg_string) == 16 and arg_string not in self._option_string_actions
+        if an_id and all(c.isascii() and (c.isalnum() or c in "-_") for c in arg_string):
+            return None
+        return super()._parse_optional(arg_string)
+
+
 def server_help() -> str:
     return f"pprof-share server (default: ${SERVER_ENV}, else {DEFAULT_SERVER})"
 
@@ -71,9 +85,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The downloaded script's entry point: upload and delete."""
-    parser = argparse.ArgumentParser(
-        prog="pprof-share", description="Share pprof profiles: upload them, get links."
-    )
+    parser = Parser(prog="pprof-share", description="Share pprof profiles: upload them, get links.")
     add_commands(parser.add_subparsers(dest="command", required=True, metavar="COMMAND"))
     args = parser.parse_args(argv)
     try:

@@ -38,7 +38,8 @@ const samePrefix = (path, prefix) => prefix.every((name, i) => path[i] === name)
 
 export class FlameView {
   /** dom: canvas, scroller, spacer, tooltip, crumbs, share, note, noteText, root (for data-*);
-   * zoomUrl(path): the flamegraph URL of a subtree; onZoomPath(path); onPick(name, file);
+   * zoomUrl(path): the flamegraph URL of a subtree; searchUrl(q): the search view's URL;
+   * onZoomPath(path); onPick(name, file);
    * onMenu(name, file, x, y) */
   constructor(dom, opts) {
     this.dom = dom;
@@ -192,22 +193,45 @@ export class FlameView {
   showShare() {
     const share = this.dom.share;
     const doc = this.base;
-    const matched = this.re && doc ? matchedValue(doc, this.re) : null;
-    if (matched == null) {
+    const re = this.re;
+    clearTimeout(this.searchTimer);
+    this.searched = (this.searched || 0) + 1;
+    if (!re || !doc) {
       share.textContent = "";
       share.dataset.share = "";
       return;
     }
+    const sum = (column) => matchedValue(doc, re, column);
+    const local = { value: sum("value"), before: doc.diff ? sum("before") : 0, after: doc.diff ? sum("after") : 0 };
+    // Frames the budget left out are not in doc: the server counts every stack (?q=).
+    const trimmed = Boolean(doc.trimmed && doc.trimmed.nodes && this.searchUrl);
+    this.drawShare(doc, local, trimmed);
+    if (!trimmed) return;
+    const call = this.searched;
+    this.searchTimer = setTimeout(async () => {
+      try {
+        const exact = await cached(this.searchUrl(re.source));
+        if (call === this.searched) this.drawShare(doc, exact, false);
+      } catch {
+        if (call === this.searched) this.drawShare(doc, local, false); // the drawn frames' sum
+      }
+    }, 150);
+  }
+
+  /** The search's share: m = {value, before, after}; pending: the exact figure is coming. */
+  drawShare(doc, m, pending) {
+    const share = this.dom.share;
+    share.dataset.exact = pending ? "" : "1";
+    const more = pending ? " …" : "";
     if (doc.diff) {
       // Each side of the matched stacks, of its own side's total.
-      const sides = { before: matchedValue(doc, this.re, "before"), after: matchedValue(doc, this.re, "after") };
-      const m = describeDiffMatch(sides, doc);
-      share.textContent = m.text;
-      share.dataset.share = String(m.share);
+      const d = describeDiffMatch(m, doc);
+      share.textContent = d.text + more;
+      share.dataset.share = String(d.share);
       return;
     }
-    share.textContent = `matched ${formatValue(matched, doc.unit)} · ${formatPct(matched, doc.total)} of total`;
-    share.dataset.share = String(doc.total ? matched / doc.total : 0);
+    share.textContent = `matched ${formatValue(m.value, doc.unit)} · ${formatPct(m.value, doc.total)} of total${more}`;
+    share.dataset.share = String(doc.total ? m.value / doc.total : 0);
   }
 
   renderCrumbs(z) {

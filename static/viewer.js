@@ -58,6 +58,7 @@ const flame = new FlameView(
   },
   {
     zoomUrl: (path) => url.apiUrl(root.dataset.flamegraphUrl, { si: siArg(), zoom: JSON.stringify(path) }),
+    searchUrl: (q) => url.apiUrl(root.dataset.searchUrl, { si: siArg(), q }),
     onZoomPath: () => saveUrl(),
     onPick: (name) => select(name),
     onMenu: (name, file, x, y) => frameMenu(name, file, x, y),

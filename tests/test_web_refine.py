@@ -156,3 +156,67 @@ def test_equivalent_queries_are_computed_once(client, pid: str) -> None:  # type
     for query in ("f=sort&g=lines", "focus=sort&granularity=lines", "granularity=lines&f=sort"):
         assert client.get(f"/{pid}/top?{query}").status_code == 200
     assert once.computed == before + 2  # the top text, and its warnings (one view each)
+
+
+def topmost_matches(doc: dict, pattern: str, column: str = "value") -> int:
+    """What the page sums over a flame graph document: each stack's topmost matching frame."""
+    import re
+
+    names, nodes = doc["names"], doc["nodes"]
+    hit = [i > 0 and re.search(pattern, n) is not None for i, n in enumerate(names)]
+    total, i, depth = 0, 1, nodes["depth"]
+    while i < len(depth):
+        if hit[nodes["name"][i]]:
+            total += nodes[column][i]
+            d, i = depth[i], i + 1
+            while i < len(depth) and depth[i] > d:
+                i += 1
+        else:
+            i += 1
+    return total
+
+
+@pytest.mark.parametrize(
+    ("pattern", "query"),
+    [
+        ("runtime", ""),
+        ("main\\.c1", ""),
+        ("main\\.c1", "&hide=^main\\.c1[0-5]"),
+        ("runtime", "&hide=runtime"),
+    ],
+)
+def test_search_counts_every_stack_the_budget_left_out_too(
+    client, pattern: str, query: str
+) -> None:  # type: ignore[no-untyped-def]
+    """The search share of cpu-xl (whose default flame graph leaves most of its weight in
+    trees too small to draw) equals the page's sum over the whole, unbudgeted tree."""
+    reply = client.post("/", data=(CORPUS / "go-runtime/cpu-xl.pb.gz").read_bytes(),
+                        headers={"Accept": "application/json"})  # fmt: skip
+    api = f"/api/v1/profiles/{reply.get_json()['id']}"
+    q = f"q={pattern}{query}"
+    found = client.get(f"{api}/search?{q}").get_json()
+    whole = client.get(f"{api}/flamegraph?budget=0{query}").get_json()
+    drawn = client.get(f"{api}/flamegraph?{query[1:]}").get_json()
+    assert found["value"] == topmost_matches(whole, pattern)
+    assert found["kept"] == whole["nodes"]["value"][0]
+    if "hide=runtime" in query:
+        assert found["value"] == 0
+    else:
+        assert drawn["trimmed"]["nodes"] > 0 and topmost_matches(drawn, pattern) < found["value"]
+
+
+def test_search_on_a_diff_gives_both_sides_and_refuses_a_bad_regex(client) -> None:  # type: ignore[no-untyped-def]
+    ids = [client.post("/", data=(CORPUS / f"go-runtime/{n}.pb.gz").read_bytes(),
+                       headers={"Accept": "application/json"}).get_json()["id"]
+           for n in ("cpu-labels", "cpu-small")]  # fmt: skip
+    api = f"/api/v1/profiles/{ids[0]}"
+    query = f"diff_base={ids[1]}&hide=runtime"
+    found = client.get(f"{api}/search?q=sort&{query}").get_json()
+    whole = client.get(f"{api}/flamegraph?budget=0&{query}").get_json()
+    assert found["diff"] and found["filters"] == ["hide=runtime"]
+    assert found["before"] == topmost_matches(whole, "sort", "before") > 0
+    assert found["after"] == topmost_matches(whole, "sort", "after") > 0
+    assert found["value"] == found["after"] - found["before"]
+    for q, message in (("(", "parsing search regexp"), ("", "?q=REGEX is needed")):
+        reply = client.get(f"{api}/search?q={q}")
+        assert reply.status_code == 400 and message in reply.get_json()["error"]["message"]

@@ -126,7 +126,8 @@ def test_context_menu_filters_and_chips_remove_them(page, labelled):
     assert "missing closing ]" in page.inner_text("#status") and page.is_hidden("#flame")
     page.click("#chips .chip-remove")
     settled(page)
-    assert page.is_hidden("#status") and page.is_visible("#flame")
+    page.wait_for_selector("#status", state="hidden")  # cleared once the view is drawn
+    assert page.is_visible("#flame")
     # The same refusal after a change of filters.
     page.goto(labelled + "#view=top")
     settled(page, "top")
@@ -141,7 +142,8 @@ def test_context_menu_filters_and_chips_remove_them(page, labelled):
     assert page.is_hidden("#top")
     page.go_back()
     settled(page, "top")
-    assert page.is_hidden("#status") and page.is_visible("#top")
+    page.wait_for_selector("#status", state="hidden")
+    assert page.is_visible("#top")
     assert [e for e in page.console_errors if "status of 400" not in e] == []
 
 
@@ -317,6 +319,21 @@ def test_zoom_into_a_trimmed_subtree_fetches_its_depth(page, live_server):
     assert other.get_attribute("#viewer", "data-detail") == ""
     assert other.get_attribute("#breadcrumb", "data-depth") == "0"
     assert page.console_errors == [] and other.console_errors == []
+
+
+def test_the_search_share_counts_the_frames_too_small_to_draw(page, live_server):
+    """cpu-xl's flame graph leaves most of its weight in trees under a pixel: the share the
+    search reports is the server's count of every matching stack, not the drawn frames' sum."""
+    url = upload(live_server, CORPUS / "go-runtime" / "cpu-xl.pb.gz")
+    api = url.replace(live_server, live_server + "/api/v1/profiles")
+    exact = requests.get(f"{api}/search", params={"q": "runtime"}, timeout=120).json()
+    open_profile(page, url)
+    page.fill("#search", "runtime")
+    page.wait_for_selector("#search-share[data-exact='1']", timeout=60_000)
+    share = float(page.get_attribute("#search-share", "data-share"))
+    assert share == pytest.approx(exact["value"] / exact["total"], rel=1e-9)
+    assert page.inner_text("#search-share").startswith("matched 374ms · 0.63% of total")
+    assert page.console_errors == []
 
 
 def short_heap_profile() -> bytes:

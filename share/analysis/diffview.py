@@ -82,6 +82,11 @@ def _refined_sides(s: Shown, g: Graph, sample_stack: np.ndarray) -> tuple[np.nda
     return tuple(out)
 
 
+def stack_sides(s: Shown, g: Graph, sample_stack: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Each side's weight per stack of a (refined) graph of the diff."""
+    return _refined_sides(s, g, sample_stack)
+
+
 def refined_flamegraph(
     s: Shown, g: Graph, sample_stack: np.ndarray, node_fraction: float, budget: int
 ) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from dataclasses import fields
 from typing import Any
 
 from ..pprof import ParsedProfile
-from . import diffview, dot, explore, flame, peek, svg, tags, zoom
+from . import diffview, dot, explore, flame, peek, search, svg, tags, zoom
 from .graph import view_header
 from .refine import Spec
 from .views import encode, top_doc_of
@@ -145,6 +145,13 @@ def graph_svg(profiles: Sequence[ParsedProfile], o: Mapping[str, Any]) -> bytes:
     return svg.render(dot_text(profiles, o, escape_labels=True))
 
 
+def search_json(profiles: Sequence[ParsedProfile], o: Mapping[str, Any]) -> bytes:
+    s, opts = subject(profiles, o)
+    rep = explore.report(s.tables, opts)
+    sides = diffview.stack_sides(s, rep.graph, rep.sample_stack) if s.diff else None
+    return encode({**_common(rep), **search.search_doc(rep, o["q"], sides), "diff": s.diff})
+
+
 def warnings_json(profiles: Sequence[ParsedProfile], o: Mapping[str, Any]) -> bytes:
     s, opts = subject(profiles, o)
     return encode({"warnings": explore.warnings(s.tables, opts)})
@@ -158,4 +165,5 @@ VIEWS: dict[str, tuple[Render, str]] = {
     "dot": (dot_text, "text/plain"),
     "svg": (graph_svg, "image/svg+xml"),
     "warnings": (warnings_json, "application/json"),
+    "search": (search_json, "application/json"),
 }

@@ -14,6 +14,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from . import goregexp
 from .nodes import GRANULARITIES
 from .refine import RefineError, Spec, check
 
@@ -168,6 +169,17 @@ def view_options(view: str, args: Mapping[str, str]) -> dict[str, Any]:
         out["peek"] = pattern
         if sort_cum(args):
             out["cum"] = True
+        return out
+    if view == "search":
+        pattern = args.get("q") or ""
+        if not pattern:
+            raise QueryError("?q=REGEX is needed: the function names to search for")
+        try:
+            goregexp.compile(pattern)
+        except goregexp.RegexpError as exc:
+            raise QueryError(f"parsing search regexp: {exc}") from None
+        out.update(refine_options(args))
+        out["q"] = pattern
         return out
     out.update(refine_options(args))
     if view in ("top", "toptext"):

@@ -98,6 +98,10 @@ def peek(pid: str) -> Response:
     return view(pid, "peek")
 
 
+def search(pid: str) -> Response:
+    return view(pid, "search")
+
+
 def peek_plain(pid: str) -> Response:
     return view(pid, "peektext", warnings=True)
 

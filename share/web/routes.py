@@ -41,6 +41,7 @@ ROUTES: list[tuple[str, list[str], Callable[..., object]]] = [
     ("/api/v1/profiles/<pid:pid>/flamegraph", GET, reports.flamegraph),
     ("/api/v1/profiles/<pid:pid>/top", GET, reports.top),
     ("/api/v1/profiles/<pid:pid>/peek", GET, reports.peek),
+    ("/api/v1/profiles/<pid:pid>/search", GET, reports.search),
     ("/api/v1/profiles/<pid:pid>/tags", GET, reports.tags),
     ("/api/v1/profiles/<pid:pid>/summary", GET, reports.summary),
     # operations: alive, both stores answering, Prometheus metrics

@@ -1,6 +1,7 @@
 // The "go tool pprof" command beside the page opens the same view in pprof's own web UI: the
 // profile's raw link, the page's diff (-diff_base/-base, -normalize), its refine filters and
 // granularity as pprof's flags (README's table), and the sample type when it is not the default.
+// "Embed" beside it links to the same view's flame graph alone, for an iframe.
 import { diffParams, profileId } from "./viewer.compare.js";
 
 // Query parameters (and their short names) that are pprof flags with the same value.
@@ -42,8 +43,17 @@ export function pprofFlags(params, sampleIndex, raw) {
   return flags;
 }
 
-/** Writes the command into #pprof-cmd. root: the viewer (data-raw-url, data-id). */
+/** Writes the command into #pprof-cmd, and points "Embed" at this view's embed (the same
+ * query, and the sample type when it is not the default). root: the viewer (data-raw-url,
+ * data-id). */
 export function showCommand(root, params, sampleIndex) {
+  const embed = document.getElementById("embed-link");
+  if (embed) {
+    const q = new URLSearchParams(params);
+    if (sampleIndex) q.set("si", sampleIndex);
+    const query = q.toString();
+    embed.href = embed.href.split("?")[0] + (query ? `?${query}` : "");
+  }
   const cmd = document.getElementById("pprof-cmd");
   if (!cmd) return;
   const own = new URL(root.dataset.rawUrl, location.href).href;

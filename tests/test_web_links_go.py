@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import requests
@@ -131,3 +132,12 @@ def test_the_pages_pprof_command_opens_the_same_view(
     assert ours.status_code == 200, ours.text
     assert go.stdout == ours.text
     assert "Active filters:" in ours.text and "runtime." not in ours.text
+    # "Embed" is the same view's flame graph for an iframe: the same query (and type).
+    embed = page.get_attribute("#embed-link", "href")
+    assert embed.split("?")[0] == f"{link}/embed"
+    want = parse_qs(query + si, keep_blank_values=True)
+    assert parse_qs(urlsplit(embed).query, keep_blank_values=True) == want
+    page.goto(embed)
+    page.wait_for_selector("#embed[data-state=ready]", timeout=60_000)
+    assert "hide=runtime" in page.inner_text("#filters")
+    assert page.console_errors == []

@@ -49,6 +49,8 @@ export class FlameView {
     this.re = null;
     this.switching = false;
     this.wanted = 0; // the latest detail fetch
+    this.searched = 0; // the latest search share asked for
+    this.searchTimer = 0;
     this.graph = new FlameGraph({
       canvas: dom.canvas,
       scroller: dom.scroller,
@@ -195,7 +197,7 @@ export class FlameView {
     const doc = this.base;
     const re = this.re;
     clearTimeout(this.searchTimer);
-    this.searched = (this.searched || 0) + 1;
+    this.searched++;
     if (!re || !doc) {
       share.textContent = "";
       share.dataset.share = "";

@@ -18,7 +18,7 @@ import time
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -416,6 +416,18 @@ def go_pprof(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GoPprof]:
 
 
 # --- profiles made to order -----------------------------------------------------------------
+class StringTable:
+    """A profile's string table as a test builds it: s("text") appends text and returns its
+    index; s.strings is the table ("" first, or the strings it started from)."""
+
+    def __init__(self, start: Sequence[str] = ("",)) -> None:
+        self.strings = list(start)
+
+    def __call__(self, text: str) -> int:
+        self.strings.append(text)
+        return len(self.strings) - 1
+
+
 def unique_profile(tag: str, base: str = "go-runtime/heap.pb.gz") -> bytes:
     """A valid profile of its own (a new id) for each tag: the corpus profile with one more,
     unreferenced entry in its string table (field 6), gzip-compressed."""

@@ -22,6 +22,8 @@ from test_web_viewer_browser import (
 
 from share.pprof._proto import profile_pb2
 
+from conftest import StringTable
+
 pytestmark = pytest.mark.browser
 
 MS = 10_000_000  # one CPU sample: 10 ms
@@ -60,11 +62,7 @@ ROW_HUES = """(row) => {
 def cpu_profile(leaves: dict[str, int], comment: str = "") -> bytes:
     """A CPU profile of main.main calling each leaf for the given number of 10 ms samples."""
     prof = profile_pb2.Profile()
-    strings = [""]
-
-    def s(text: str) -> int:
-        strings.append(text)
-        return len(strings) - 1
+    s = StringTable()
 
     prof.sample_type.add(type=s("samples"), unit=s("count"))
     prof.sample_type.add(type=s("cpu"), unit=s("nanoseconds"))
@@ -83,7 +81,7 @@ def cpu_profile(leaves: dict[str, int], comment: str = "") -> bytes:
     for name, count in leaves.items():
         leaf = names.index(name) + 1
         prof.sample.add(location_id=[leaf, 1], value=[count, count * MS])
-    prof.string_table.extend(strings)
+    prof.string_table.extend(s.strings)
     return prof.SerializeToString()
 
 

@@ -26,7 +26,7 @@ from test_web_viewer_browser import (
 
 from share.pprof._proto import profile_pb2
 
-from conftest import BIN, start_server, stop
+from conftest import BIN, StringTable, start_server, stop
 
 pytestmark = pytest.mark.browser
 
@@ -339,11 +339,7 @@ def test_the_search_share_counts_the_frames_too_small_to_draw(page, live_server)
 def short_heap_profile() -> bytes:
     """A heap profile as a short program leaves it: 512 kB in use, 120 MB allocated."""
     prof = profile_pb2.Profile()
-    strings = [""]
-
-    def s(text: str) -> int:
-        strings.append(text)
-        return len(strings) - 1
+    s = StringTable()
 
     for t, u in (("alloc_objects", "count"), ("alloc_space", "bytes")) + (
         ("inuse_objects", "count"),
@@ -357,7 +353,7 @@ def short_heap_profile() -> bytes:
         prof.location.add(id=i, address=0x1000 + i).line.add(function_id=i, line=i)
     prof.sample.add(location_id=[2, 1], value=[1, 512 * 1024, 1, 512 * 1024])
     prof.sample.add(location_id=[3, 1], value=[1000, 120 * 2**20, 0, 0])
-    prof.string_table.extend(strings)
+    prof.string_table.extend(s.strings)
     return gzip.compress(prof.SerializeToString())
 
 
@@ -459,14 +455,12 @@ def test_the_copied_url_restores_the_view(page, labelled):
 def labelled_hostile_profile() -> bytes:
     """hostile_profile() with markup for label keys and values too."""
     prof = profile_pb2.Profile.FromString(hostile_profile())
-    strings = list(prof.string_table)
-    key = len(strings)
-    strings.append(HOSTILE[2])
+    s = StringTable(prof.string_table)
+    key = s(HOSTILE[2])
     for i, sample in enumerate(prof.sample):
-        strings.append(HOSTILE[i % 3])
-        sample.label.add(key=key, str=len(strings) - 1)
+        sample.label.add(key=key, str=s(HOSTILE[i % 3]))
     del prof.string_table[:]
-    prof.string_table.extend(strings)
+    prof.string_table.extend(s.strings)
     return prof.SerializeToString()
 
 

@@ -10,10 +10,10 @@ import requests
 
 from share.pprof._proto import profile_pb2
 
+from conftest import ARTIFACTS, CORPUS, StringTable
+
 pytestmark = pytest.mark.browser
 
-ARTIFACTS = Path(__file__).parent / "artifacts"
-CORPUS = Path(__file__).parent / "corpus"
 ROW = 18  # px per flame graph row, as in static/viewer.js
 
 # Each payload sets window.__pwned if the page ever runs it as markup or script.
@@ -97,11 +97,7 @@ def top_rows(page) -> list[list[str]]:
 def hostile_profile() -> bytes:
     """A small CPU profile whose names, files, comments, mappings and types are markup."""
     prof = profile_pb2.Profile()
-    strings = [""]
-
-    def s(text: str) -> int:
-        strings.append(text)
-        return len(strings) - 1
+    s = StringTable()
 
     prof.sample_type.add(type=s("samples"), unit=s("count"))
     prof.sample_type.add(type=s("<b>cpu</b>"), unit=s("nanoseconds"))
@@ -119,7 +115,7 @@ def hostile_profile() -> bytes:
     # Stacks are leaf first: main.main calls each hostile function.
     for leaf, count in ((1, 5), (2, 3), (3, 2)):
         prof.sample.add(location_id=[leaf, 4], value=[count, count * 10_000_000])
-    prof.string_table.extend(strings)
+    prof.string_table.extend(s.strings)
     return prof.SerializeToString()
 
 

@@ -68,7 +68,7 @@ def flamegraph(s: Shown, index: int | None, node_fraction: float, budget: int) -
     return _flame_doc(s, g, (before_s, after_s), node_fraction, budget)
 
 
-def _refined_sides(s: Shown, g: Graph, sample_stack: np.ndarray) -> tuple[np.ndarray, ...]:
+def stack_sides(s: Shown, g: Graph, sample_stack: np.ndarray) -> tuple[np.ndarray, ...]:
     """Per stack of a refined graph (explore.Report: sample_stack -1 for a dropped sample),
     each side's weight: the filters keep, drop and reshape stacks, the sides follow them."""
     before, after = _sides(s, g)
@@ -82,16 +82,11 @@ def _refined_sides(s: Shown, g: Graph, sample_stack: np.ndarray) -> tuple[np.nda
     return tuple(out)
 
 
-def stack_sides(s: Shown, g: Graph, sample_stack: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Each side's weight per stack of a (refined) graph of the diff."""
-    return _refined_sides(s, g, sample_stack)
-
-
 def refined_flamegraph(
     s: Shown, g: Graph, sample_stack: np.ndarray, node_fraction: float, budget: int
 ) -> dict[str, Any]:
     """The differential flame graph of a diff with pprof's filters (g: the refined graph)."""
-    before_s, after_s = _refined_sides(s, g, sample_stack)
+    before_s, after_s = stack_sides(s, g, sample_stack)
     doc = _flame_doc(s, g, (before_s, after_s), node_fraction, budget)
     doc["no_samples"] = not (bool(before_s.any()) or bool(after_s.any()))
     return doc
@@ -108,7 +103,7 @@ def zoomed_flamegraph(
     """The differential flame graph under a frame path (?zoom=, as zoom.zoomed for one
     profile): the subtree laid out by before + after with a budget of its own, both sides
     summed over it, and the path's frames above it with their real sides."""
-    before_s, after_s = _refined_sides(s, g, sample_stack)
+    before_s, after_s = stack_sides(s, g, sample_stack)
     st = g.stacks
     width = np.abs(before_s) + np.abs(after_s)
     root_width = int(width.sum(dtype=_I64))
@@ -116,21 +111,11 @@ def zoomed_flamegraph(
     t, order = zoom.subtree_tree(st, sub, width, root_width, node_fraction, budget)
     cum, own, hidden = flame.sums(t, np.column_stack((before_s, after_s))[sub.stacks])
     cum, own = cum[order], own[order]
-    ends_here = np.diff(st.frame_off) == 0
-
-    def above(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(value, self) of the root and the path's frames above the last, then the tree's."""
-        values, selfs = sub.chain(w)
-        root = [int(w.sum(dtype=_I64)), *values[:-1]]
-        root_self = [int(w[ends_here].sum(dtype=_I64)), *selfs[:-1]]
-        return np.array(root, dtype=_I64), np.array(root_self, dtype=_I64)
-
-    (b_top, b_top_self), (a_top, a_top_self) = above(before_s), above(after_s)
-    before, after = np.concatenate((b_top, cum[:, 0])), np.concatenate((a_top, cum[:, 1]))
-    before_self = np.concatenate((b_top_self, own[:, 0]))
-    after_self = np.concatenate((a_top_self, own[:, 1]))
+    (b_top, b_top_self), (a_top, a_top_self) = sub.above(before_s), sub.above(after_s)
+    before, after = np.array(b_top + cum[:, 0].tolist()), np.array(a_top + cum[:, 1].tolist())
+    before_self = np.array(b_top_self + own[:, 0].tolist())
+    after_self = np.array(a_top_self + own[:, 1].tolist())
     named = zoom.chain_names(st, sub, t.node[order])
-    chain = len(sub.top_nodes)
     doc = _header(s, g, *_sides(s, g))
     doc.update(
         {
@@ -140,7 +125,7 @@ def zoomed_flamegraph(
             "files": named["files"],
             "nodes": {
                 "name": named["name"],
-                "depth": list(range(chain + 1)) + (t.depth[order] + chain).tolist(),
+                "depth": sub.depths(t, order),
                 "value": (after - before).tolist(),
                 "self": (after_self - before_self).tolist(),
                 "before": before.tolist(),
@@ -176,7 +161,7 @@ def refined_top_columns(
 ) -> dict[str, list[int]]:
     """Both sides' flat and cum of a refined diff's top rows (nodes of the refined graph)."""
     out: dict[str, list[int]] = {}
-    for name, ws in zip(("before", "after"), _refined_sides(s, g, sample_stack), strict=True):
+    for name, ws in zip(("before", "after"), stack_sides(s, g, sample_stack), strict=True):
         flat, cum = stack_node_sums(g.stacks, ws)
         out[f"{name}_flat"] = flat[nodes].tolist()
         out[f"{name}_cum"] = cum[nodes].tolist()
@@ -186,14 +171,14 @@ def refined_top_columns(
 def _flame_doc(
     s: Shown,
     g: Graph,
-    stack_sides: tuple[np.ndarray, np.ndarray],
+    per_stack: tuple[np.ndarray, np.ndarray],
     node_fraction: float,
     budget: int,
 ) -> dict[str, Any]:
     """The differential flame graph of a graph's stacks, from each side's weight per stack."""
     before, after = _sides(s, g)
     st = g.stacks
-    before_s, after_s = stack_sides
+    before_s, after_s = per_stack
     width = np.abs(before_s) + np.abs(after_s)
     root_width = int(width.sum(dtype=_I64))
     t, order, names, files, name_index = flame.layout(

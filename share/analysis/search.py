@@ -35,7 +35,8 @@ def matching_stacks(rep: Report, pattern: str) -> np.ndarray:
 
 
 def search_doc(rep: Report, pattern: str, sides: tuple[np.ndarray, ...] | None) -> dict[str, Any]:
-    """{"value", "total"} (and "before", "after" for a diff: sides are its per-stack weights)."""
+    """{"q", "value": the matching stacks' weight, "kept": every kept stack's} (and
+    "before", "after" on a diff: sides are its per-stack weights, diffview.stack_sides)."""
     matched = matching_stacks(rep, pattern)
     g = rep.graph
     doc: dict[str, Any] = {

@@ -27,11 +27,12 @@ _I64 = np.int64
 
 @dataclass
 class Subtree:
-    """The stacks under a frame path: which pass each of its frames, and what lies below."""
+    """The stacks under a frame path, and the frames drawn above the subtree: the root and
+    the path's frames but its last (which is the subtree's top)."""
 
     path: list[str]
-    through: list[np.ndarray]  # per path frame: the stacks that pass it (bool per stack)
-    ends: list[np.ndarray]  # per path frame: the stacks that end on it
+    through: list[np.ndarray]  # per frame above: the stacks that pass it (bool per stack)
+    ends: list[np.ndarray]  # per frame above: the stacks that end on it
     stacks: np.ndarray  # the stacks under the whole path (ids)
     frames: np.ndarray  # their frames from the path's last frame down (graph node ids)
     offsets: np.ndarray  # where each of those stacks starts in frames
@@ -41,11 +42,16 @@ class Subtree:
     def found(self) -> bool:
         return len(self.stacks) > 0
 
-    def chain(self, w: np.ndarray) -> tuple[list[int], list[int]]:
-        """(value, self) of each path frame under per-stack weights w."""
+    def above(self, w: np.ndarray) -> tuple[list[int], list[int]]:
+        """(value, self) of each frame above the subtree under per-stack weights w."""
         values = [wrap64(int(w[m].sum(dtype=_I64))) for m in self.through]
         selfs = [wrap64(int(w[m].sum(dtype=_I64))) for m in self.ends]
         return values, selfs
+
+    def depths(self, t: Tree, order: np.ndarray) -> list[int]:
+        """Every node's depth: the frames above, then the subtree's nodes in order below."""
+        chain = len(self.top_nodes)
+        return list(range(chain + 1)) + (t.depth[order] + chain).tolist()
 
 
 def subtree(st: Stacks, path: list[str]) -> Subtree:
@@ -56,7 +62,7 @@ def subtree(st: Stacks, path: list[str]) -> Subtree:
     for i, name in enumerate(names):
         by_name.setdefault(name, []).append(i)
     ok = length >= 1
-    through, ends = [], []
+    through, ends = [np.ones(len(length), dtype=bool)], [length == 0]  # the root first
     for j, name in enumerate(path):
         wanted = np.zeros(len(names) + 1, dtype=bool)
         wanted[by_name.get(name, [])] = True
@@ -71,7 +77,8 @@ def subtree(st: Stacks, path: list[str]) -> Subtree:
     counts = off[1:][stacks_in] - start
     frames = st.frame_node[pc.ranges(start, counts)].astype(_I64)
     top_nodes = [by_name[name][0] if name in by_name else 0 for name in path[:-1]]
-    return Subtree(path, through, ends, stacks_in, frames, pc.offsets(counts), top_nodes)
+    k = len(path)  # the path's last frame is the subtree's own top, not above it
+    return Subtree(path, through[:k], ends[:k], stacks_in, frames, pc.offsets(counts), top_nodes)
 
 
 def subtree_tree(
@@ -101,22 +108,18 @@ def zoomed(g: Graph, path: list[str], node_fraction: float, budget: int) -> dict
     st = g.stacks
     w = g.stack_weights
     sub = subtree(st, path)
-    chain_value, chain_self = sub.chain(w)
+    top_value, top_self = sub.above(w)
     t, order = subtree_tree(st, sub, w, g.total, node_fraction, budget)
     named = chain_names(st, sub, t.node[order])
-    length = np.diff(st.frame_off)
-    root_value = wrap64(int(w.sum(dtype=_I64))) if len(w) else 0
-    root_self = wrap64(int(w[length == 0].sum(dtype=_I64))) if len(w) else 0
-    chain = len(sub.top_nodes)
     return {
         **view_header(g),
         "names": named["names"],
         "files": named["files"],
         "nodes": {
             "name": named["name"],
-            "depth": list(range(chain + 1)) + (t.depth[order] + chain).tolist(),
-            "value": [root_value, *chain_value[:-1]] + t.value[order].tolist(),
-            "self": [root_self, *chain_self[:-1]] + t.self_[order].tolist(),
+            "depth": sub.depths(t, order),
+            "value": top_value + t.value[order].tolist(),
+            "self": top_self + t.self_[order].tolist(),
         },
         "trimmed": {
             "nodes": t.hidden_nodes,

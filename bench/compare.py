@@ -46,7 +46,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from share import create_app, pprof  # noqa: E402
-from share.analysis import combine, views  # noqa: E402
+from share.analysis.combine import combine  # noqa: E402
+from share.analysis.views import views  # noqa: E402
 from share.compute.worker import MERGE_GZIP_LEVEL, view_gzip  # noqa: E402
 from share.pprof._proto import profile_pb2  # noqa: E402
 

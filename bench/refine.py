@@ -34,9 +34,9 @@ sys.path.insert(0, str(ROOT / "bench"))
 from run import LABELLED_GO, process, record_labelled_go  # noqa: E402
 
 from share import pprof  # noqa: E402
-from share.analysis import options, views  # noqa: E402
-from share.analysis.graph import graph  # noqa: E402
-from share.analysis.tables import tables  # noqa: E402
+from share.analysis.model.graph import graph  # noqa: E402
+from share.analysis.model.tables import tables  # noqa: E402
+from share.analysis.views import options, views  # noqa: E402
 from share.compute.worker import view_gzip  # noqa: E402
 
 CPU_XL = ROOT / "tests" / "corpus" / "go-runtime" / "cpu-xl.pb.gz"

@@ -40,8 +40,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from share import create_app, pprof  # noqa: E402
-from share.analysis import views  # noqa: E402
-from share.analysis.tables import tables  # noqa: E402
+from share.analysis.model.tables import tables  # noqa: E402
+from share.analysis.views import views  # noqa: E402
 from share.pprof._proto import profile_pb2  # noqa: E402
 
 CORPUS = ROOT / "tests" / "corpus"

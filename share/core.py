@@ -19,7 +19,7 @@ from .compute.pool import AnalysisFailed, ComputePool, job_settings
 from .compute.service import ViewService
 from .config import ConfigError, parse_duration
 from .errors import Forbidden, Gone, NotFound, ShareError, StoreUnavailable, TooLarge
-from .store import blobs, locate, meta
+from .store import locate
 from .store.blobs import BlobStore
 from .store.guard import guard
 from .store.lease import Busy, Leases
@@ -76,10 +76,10 @@ def open_share(
         )
     timeout = settings["STORE_TIMEOUT"]
     try:
-        blob_store = blobs.from_url(settings["BLOBS"], timeout=timeout)
+        blob_store = locate.blob_store(settings["BLOBS"], timeout=timeout)
     except ValueError as exc:
         raise ConfigError(f"SHARE_BLOBS={settings['BLOBS']!r}: {exc}") from None
-    meta_store = meta.from_url(
+    meta_store = locate.meta_store(
         settings["META"], timeout=timeout, view_cache_bytes=settings["VIEW_CACHE_BYTES"]
     )
     for name, store in (("SHARE_BLOBS", blob_store), ("SHARE_META", meta_store)):

@@ -1,14 +1,14 @@
 // The index page: drag-and-drop anywhere and the file picker upload through XMLHttpRequest (for
 // upload progress), one file after another; server errors show inline; uploads made from this
-// browser are remembered in localStorage with their delete tokens. Before anything is sent,
+// browser are remembered with their delete tokens (index.mine.js). Before anything is sent,
 // "Before sharing" shows what the files hold (index.inspect.js reads them here) with boxes to
 // tick for what the server should strip. Without this script the form still posts and the
 // server answers with a redirect to the link.
 import { inspect } from "./index.inspect.js";
+import { remember, renderUploads, setBase } from "./index.mine.js";
 import { renderReview as drawReview, stripSpec as specOf } from "./index.review.js";
 
 (() => {
-  const STORE_KEY = "pprof-share:uploads";
   const form = document.getElementById("upload-form");
   if (!form) return;
   const picker = document.getElementById("file");
@@ -23,6 +23,7 @@ import { renderReview as drawReview, stripSpec as specOf } from "./index.review.
   const maxHuman = form.dataset.maxUploadHuman || "";
   // form.action is absolute and keeps any prefix the app is mounted under.
   const base = form.action;
+  setBase(base);
 
   document.documentElement.classList.add("js");
   picker.multiple = true;
@@ -37,165 +38,6 @@ import { renderReview as drawReview, stripSpec as specOf } from "./index.review.
       i++;
     }
     return i === 0 ? `${n} bytes` : `${n.toFixed(1)} ${units[i]}`;
-  }
-
-  function humanTime(epochSeconds) {
-    if (epochSeconds == null) return "never";
-    return new Date(epochSeconds * 1000).toLocaleString();
-  }
-
-  // The API gives RFC 3339 strings; the list keeps epoch seconds (as static/banner.js does).
-  function toEpoch(value) {
-    if (value == null || value === "") return null;
-    if (typeof value === "number") return value;
-    const ms = Date.parse(value);
-    return Number.isNaN(ms) ? null : ms / 1000;
-  }
-
-  // ---- remembered uploads ----------------------------------------------------------------
-
-  function loadUploads() {
-    try {
-      const list = JSON.parse(localStorage.getItem(STORE_KEY) || "[]");
-      return Array.isArray(list) ? list.filter((u) => u && typeof u.id === "string") : [];
-    } catch (err) {
-      return []; // a corrupt entry must not break the upload page
-    }
-  }
-
-  function saveUploads(list) {
-    try {
-      localStorage.setItem(STORE_KEY, JSON.stringify(list));
-    } catch (err) {
-      // Storage full or disabled (private mode): the upload itself still worked.
-    }
-  }
-
-  function remember(body, fileName) {
-    const list = loadUploads();
-    const old = list.find((u) => u.id === body.id);
-    // A deduplicated upload carries no token; keep the one we got the first time.
-    const entry = {
-      id: body.id,
-      url: body.url,
-      title: body.title || (old && old.title) || fileName || "",
-      token: body.delete_token || (old && old.token) || null,
-      created_at: toEpoch(body.created_at) || Date.now() / 1000,
-      expires_at: toEpoch(body.expires_at),
-    };
-    saveUploads([entry, ...list.filter((u) => u.id !== body.id)]);
-  }
-
-  function forget(id) {
-    saveUploads(loadUploads().filter((u) => u.id !== id));
-    renderUploads();
-  }
-
-  function renderUploads() {
-    const section = document.getElementById("mine");
-    const tbody = document.getElementById("mine-list");
-    const now = Date.now() / 1000;
-    // Expired uploads are gone from the server; do not offer them.
-    const list = loadUploads().filter((u) => u.expires_at == null || u.expires_at > now);
-    tbody.replaceChildren();
-    for (const u of list) {
-      const row = document.createElement("tr");
-      row.dataset.id = u.id;
-      const link = document.createElement("a");
-      link.href = u.url;
-      link.textContent = u.title || u.id;
-      const tdLink = document.createElement("td");
-      tdLink.append(link);
-      const tdCreated = document.createElement("td");
-      tdCreated.textContent = humanTime(u.created_at);
-      const tdExpires = document.createElement("td");
-      tdExpires.textContent = humanTime(u.expires_at);
-      const tdAction = document.createElement("td");
-      const button = document.createElement("button");
-      button.type = "button";
-      if (u.token) {
-        button.textContent = "Delete";
-        button.className = "delete";
-        button.addEventListener("click", () => confirmDelete(u, row, button));
-      } else {
-        button.textContent = "Forget";
-        button.title = "No delete token: this browser did not create this upload";
-        button.addEventListener("click", () => forget(u.id));
-      }
-      tdAction.append(button);
-      row.append(tdLink, tdCreated, tdExpires, tdAction);
-      tbody.append(row);
-    }
-    section.hidden = list.length === 0;
-  }
-
-  /** Deleting cannot be undone and removes the link for everyone: ask first, in the row. */
-  function confirmDelete(u, row, button) {
-    const ask = document.createElement("span");
-    ask.className = "confirm-delete";
-    ask.setAttribute("role", "alertdialog");
-    ask.append("Delete for everyone? ");
-    const yes = document.createElement("button");
-    yes.type = "button";
-    yes.className = "confirm-yes";
-    yes.textContent = "Yes, delete";
-    const no = document.createElement("button");
-    no.type = "button";
-    no.className = "confirm-no";
-    no.textContent = "Cancel";
-    ask.append(yes, " ", no);
-    button.hidden = true;
-    button.after(ask);
-    no.addEventListener("click", () => {
-      ask.remove();
-      button.hidden = false;
-      button.focus();
-    });
-    yes.addEventListener("click", () => {
-      ask.remove();
-      button.hidden = false;
-      deleteUpload(u, row, button);
-    });
-    no.focus();
-  }
-
-  async function deleteUpload(u, row, button) {
-    button.disabled = true;
-    let status = 0;
-    let message = "";
-    try {
-      const response = await fetch(new URL(encodeURIComponent(u.id), base), {
-        method: "DELETE",
-        headers: { "X-Delete-Token": u.token, Accept: "application/json" },
-      });
-      status = response.status;
-      if (status >= 400) message = await errorFromResponse(response);
-    } catch (err) {
-      message = "could not reach the server";
-    }
-    // 404 and 410: already gone, so there is nothing left to remember either.
-    if (status === 204 || status === 200 || status === 404 || status === 410) {
-      forget(u.id);
-      return;
-    }
-    button.disabled = false;
-    let note = row.querySelector(".row-error");
-    if (!note) {
-      note = document.createElement("span");
-      note.className = "row-error";
-      button.after(note);
-    }
-    note.textContent = ` ${message || `delete failed (${status})`}`;
-  }
-
-  async function errorFromResponse(response) {
-    try {
-      const body = await response.json();
-      if (body && body.error && body.error.message) return body.error.message;
-    } catch (err) {
-      // not JSON: fall through to the status line
-    }
-    return `${response.status} ${response.statusText}`.trim();
   }
 
   // ---- uploading -------------------------------------------------------------------------

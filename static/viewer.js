@@ -5,6 +5,7 @@
 import { cached, getJSON } from "./viewer.api.js";
 import { diffParams, setupCompare } from "./viewer.compare.js";
 import { diffTotalText } from "./viewer.diff.js";
+import { initialState, pageElements } from "./viewer.dom.js";
 import { FlameView } from "./viewer.flameview.js";
 import { formatPct, formatValue } from "./viewer.format.js";
 import { GraphView } from "./viewer.graph.js";
@@ -24,32 +25,8 @@ import { hidesWeight, markFirstPaint, trimNote } from "./viewer.trim.js";
 
 const root = document.getElementById("viewer");
 const $ = (id) => document.getElementById(id);
-const dom = {
-  select: $("sample-type"),
-  total: $("total"),
-  trimmed: $("trimmed"),
-  trimmedText: $("trimmed-text"),
-  detail: $("detail"),
-  status: $("status"),
-  flame: $("flame"),
-  empty: $("no-samples"),
-  emptyType: $("no-samples-type"),
-  search: $("search"),
-  top: $("top"),
-  topFilter: $("top-filter"),
-  sections: { flame: $("flame"), top: $("top"), graph: $("graph"), peek: $("peek"), labels: $("labels") },
-};
-
-const state = {
-  types: [],
-  si: -1, // index of the shown sample type
-  q: "",
-  fn: "", // the selected function
-  view: "flame",
-  full: false, // every frame, not only the server's node budget
-  fg: null,
-  warnings: { base: [], view: [] },
-};
+const dom = pageElements();
+const state = initialState();
 
 const flame = new FlameView(
   {

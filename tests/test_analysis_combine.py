@@ -9,11 +9,13 @@ import orjson
 import pytest
 
 from share import pprof
-from share.analysis import combine, keys, options, scaling, views
-from share.analysis.graph import graph
-from share.analysis.merge import IncompatibleProfiles
-from share.analysis.tables import tables
-from share.analysis.units import MIN64
+from share.analysis.combine import combine, scaling
+from share.analysis.combine.merge import IncompatibleProfiles
+from share.analysis.measure.units import MIN64
+from share.analysis.model import keys
+from share.analysis.model.graph import graph
+from share.analysis.model.tables import tables
+from share.analysis.views import options, views
 from share.pprof._proto import profile_pb2
 
 from conftest import CORPUS

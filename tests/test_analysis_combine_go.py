@@ -15,9 +15,10 @@ from pathlib import Path
 import pytest
 
 from share import pprof
-from share.analysis import combine, views
-from share.analysis.combine import CombineError
-from share.analysis.tables import tables
+from share.analysis.combine import combine
+from share.analysis.combine.combine import CombineError
+from share.analysis.model.tables import tables
+from share.analysis.views import views
 
 from conftest import CORPUS
 

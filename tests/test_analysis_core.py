@@ -9,12 +9,14 @@ import numpy as np
 import pytest
 
 from share import pprof
-from share.analysis import flame, names, text, units
-from share.analysis import tables as analysis_tables
-from share.analysis.graph import Graph, graph
-from share.analysis.stacks import stacks, unique_stacks
-from share.analysis.tables import SampleTypeError, Tables, _dense, tables
-from share.analysis.top import top
+from share.analysis.flame import flame
+from share.analysis.measure import text, units
+from share.analysis.model import names
+from share.analysis.model import tables as analysis_tables
+from share.analysis.model.graph import Graph, graph
+from share.analysis.model.stacks import stacks, unique_stacks
+from share.analysis.model.tables import SampleTypeError, Tables, _dense, tables
+from share.analysis.reports.top import top
 from share.pprof._proto import profile_pb2
 
 INT64_MAX = (1 << 63) - 1

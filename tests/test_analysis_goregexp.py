@@ -1,4 +1,4 @@
-"""share.analysis.goregexp against Go 1.19's regexp: the same verdicts, matches and error texts."""
+"""share.analysis.model.goregexp against Go 1.19's regexp: same verdicts, matches, error texts."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from share.analysis import goregexp
+from share.analysis.model import goregexp
 
 from conftest import unavailable
 

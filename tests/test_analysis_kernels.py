@@ -17,8 +17,9 @@ import numpy as np
 import pytest
 
 from share import pprof
-from share.analysis import graph, refine, stacks
-from share.analysis.tables import tables
+from share.analysis.model import graph, stacks
+from share.analysis.model.tables import tables
+from share.analysis.refine import refine
 from share.errors import ShareError
 from share.pprof import columns as pc
 from share.pprof import scan

@@ -12,8 +12,8 @@ import orjson
 import pytest
 
 from share import pprof
-from share.analysis import options, views
-from share.analysis.tables import tables
+from share.analysis.model.tables import tables
+from share.analysis.views import options, views
 
 from conftest import CORPUS
 
@@ -101,7 +101,7 @@ def test_backtracking_patterns_run_in_linear_time() -> None:
         "Focus expression matched no samples",
         "TagFocus expression matched no samples",
     ]
-    from share.analysis import goregexp
+    from share.analysis.model import goregexp
 
     assert goregexp.compile("(a+)+b").search(long_name) is None
     for bad in (r"(a)\1", "(?=a)", "(?<!a)b"):

@@ -40,11 +40,11 @@ from typing import Any
 import pytest
 
 from share import pprof
-from share.analysis import options, views
-from share.analysis.graph import graph
-from share.analysis.labels import labels
-from share.analysis.tables import tables
-from share.analysis.top import top
+from share.analysis.model.graph import graph
+from share.analysis.model.labels import labels
+from share.analysis.model.tables import tables
+from share.analysis.reports.top import top
+from share.analysis.views import options, views
 
 from conftest import CORPUS
 

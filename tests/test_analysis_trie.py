@@ -1,5 +1,5 @@
 """The trie path of the flame graph (trie.py: one grouping per Stacks, weighed per view) makes
-the very tree flame._tree makes for one set of weights, limits and ties included.
+the very tree tree.build() makes for one set of weights, limits and ties included.
 
 Compared as the flame graph JSON shows a tree (preorder of depth, node, value, self, and what
 was hidden), on seeded random stacks: shared prefixes, recursion, empty stacks, weights of
@@ -15,17 +15,17 @@ import numpy as np
 import pytest
 
 from share import pprof
-from share.analysis import flame, trie
-from share.analysis.graph import graph
-from share.analysis.stacks import stacks
-from share.analysis.tables import tables
-from share.analysis.treeorder import preorder
+from share.analysis.flame import tree, trie
+from share.analysis.flame.treeorder import preorder
+from share.analysis.model.graph import graph
+from share.analysis.model.stacks import stacks
+from share.analysis.model.tables import tables
 from share.pprof import columns as pc
 
 from conftest import CORPUS
 
 
-def shown(t: flame.Tree, place: np.ndarray) -> tuple[object, ...]:
+def shown(t: tree.Tree, place: np.ndarray) -> tuple[object, ...]:
     order = preorder(t.parent, t.node, t.value, t.depth, place)
     cols = (t.depth[order], t.node[order], t.value[order], t.self_[order])
     return (*(c.tolist() for c in cols), t.hidden_nodes, t.hidden_value, t.hidden_max)
@@ -36,7 +36,7 @@ def same(node: np.ndarray, off: np.ndarray, w: np.ndarray, total: int, n_nodes: 
     place = np.arange(n_nodes, dtype=np.int64)
     for budget in (0, 1, 2, 3, 5, 8, 13, 40, 1000):
         for fraction in (0.0, 0.05, 0.3):
-            old = flame._tree(node, off, w, total, n_nodes, fraction, budget)
+            old = tree.build(node, off, w, total, n_nodes, fraction, budget)
             new = trie.weighed(tr, node, off, w, total, fraction, budget)
             assert shown(new, place) == shown(old, place), (budget, fraction)
 
@@ -72,7 +72,7 @@ def test_corpus_stacks(name: str) -> None:
     for index in range(len(t.sample_types)):
         g = graph(t, index)
         for budget, fraction in ((1, 0.0), (50, 0.0), (2000, 0.0), (0, 0.01), (500, 0.001)):
-            old = flame._tree(st.frame_node, st.frame_off, g.stack_weights, g.total,
+            old = tree.build(st.frame_node, st.frame_off, g.stack_weights, g.total,
                               len(st.names), fraction, budget)  # fmt: skip
             new = trie.weighed(tr, st.frame_node, st.frame_off, g.stack_weights, g.total,
                                fraction, budget)  # fmt: skip

@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 
 from share import pprof
-from share.analysis import text
-from share.analysis.graph import graph
-from share.analysis.stacks import stacks
-from share.analysis.tables import SampleTypeError, tables
-from share.analysis.top import top
+from share.analysis.measure import text
+from share.analysis.model.graph import graph
+from share.analysis.model.stacks import stacks
+from share.analysis.model.tables import SampleTypeError, tables
+from share.analysis.reports.top import top
 
 from conftest import CORPUS
 

@@ -29,8 +29,64 @@ ALLOWED = {
 }
 
 
+# share.analysis's folders, lowest first: each imports only the ones before it (its __init__).
+ANALYSIS_LAYERS = ["measure", "model", "refine", "flame", "combine", "reports", "views"]
+MAX_MODULES = 15  # Python modules directly in one folder of share/, __init__ not counted
+STATIC = SHARE.parent / "static"
+
+
 def modules() -> list[Path]:
     return sorted(p for p in SHARE.rglob("*.py") if "_proto" not in p.parts)
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the modules of share it imports, each import resolved to the module it names
+    (a package's name is its __init__; share.pprof._proto's generated code counts as modules)."""
+    paths = modules() + sorted((SHARE / "pprof" / "_proto").glob("*.py"))
+    names = {module_name(p) for p in paths}
+    graph: dict[str, set[str]] = {}
+    for path in paths:
+        name = module_name(path)
+        targets = set()
+        for target in imported(path, name):
+            while target not in names and "." in target:
+                target = target.rpartition(".")[0]
+            if target != name:
+                targets.add(target)
+        graph[name] = targets
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
 
 
 def part_of(dotted: str) -> str:
@@ -126,3 +182,56 @@ def test_readme_layout_lists_every_module() -> None:
             continue
         listed = f"share/{rel}" if len(rel.parts) == 1 else f"\n  {rel.name} "
         assert listed in layout, f"README's Layout section does not list share/{rel}"
+
+
+def test_no_import_cycle() -> None:
+    """Imports inside functions and under TYPE_CHECKING count: two modules that import each
+    other cannot be read one without the other."""
+    assert cycles(import_graph()) == []
+
+
+def test_the_cycle_check_sees_a_cycle() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": {"e"}}
+    assert cycles(graph) == [["a", "b", "c"]]
+
+
+def test_the_graph_sees_a_function_level_import(tmp_path: Path) -> None:
+    """An import inside a function names its module (what the cycle check walks)."""
+    probe = tmp_path / "probe.py"
+    probe.write_text("def f():\n    from ..model.stacks import stacks\n")
+    assert imported(probe, "share.analysis.views.probe") == {"share.analysis.model.stacks"}
+
+
+def test_analysis_folders_import_only_lower_ones() -> None:
+    graph = import_graph()
+    folders = {p.name for p in (SHARE / "analysis").iterdir() if (p / "__init__.py").exists()}
+    assert folders == set(ANALYSIS_LAYERS), "a new folder of share.analysis: place it here"
+    upward = []
+    for name, targets in graph.items():
+        parts = name.split(".")
+        if parts[:2] != ["share", "analysis"] or len(parts) < 4:
+            continue
+        for target in targets:
+            tparts = target.split(".")
+            inside = tparts[:2] == ["share", "analysis"] and len(tparts) >= 3
+            if inside and ANALYSIS_LAYERS.index(tparts[2]) > ANALYSIS_LAYERS.index(parts[2]):
+                upward.append(f"{name} -> {target}")
+    assert not upward, "share/analysis/__init__.py orders the folders: " + ", ".join(upward)
+
+
+@pytest.mark.parametrize(
+    "folder",
+    sorted({p.parent for p in modules()}),
+    ids=lambda p: str(p.relative_to(SHARE.parent)),
+)
+def test_no_folder_is_over_the_size(folder: Path) -> None:
+    count = len([p for p in folder.glob("*.py") if p.name != "__init__.py"])
+    assert count <= MAX_MODULES, f"{count} modules: give {folder.name}/ folders by idea"
+
+
+@pytest.mark.parametrize(
+    "path", sorted(STATIC.rglob("*.js")), ids=lambda p: str(p.relative_to(SHARE.parent))
+)
+def test_no_script_is_over_the_size(path: Path) -> None:
+    lines = len(path.read_text().splitlines())
+    assert lines <= MAX_LINES, f"{lines} lines: split it by responsibility"

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from share import pprof
-from share.analysis.tables import tables
+from share.analysis.model.tables import tables
 from share.errors import ShareError
 from share.pprof import decode, scan
 from share.pprof.schema import FULL

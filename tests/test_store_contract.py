@@ -8,14 +8,14 @@ from typing import Any
 
 import pytest
 
-from share.store import blobs, meta
+from share.store import blobs, locate, meta
 from share.store.meta import Record
 from share.store.redis import RedisMetaStore
 
 
 @pytest.fixture
 def stores(backend: dict[str, Any]) -> tuple[blobs.BlobStore, meta.MetaStore]:
-    blob_store, meta_store = blobs.from_url(backend["BLOBS"]), meta.from_url(backend["META"])
+    blob_store, meta_store = locate.blob_store(backend["BLOBS"]), locate.meta_store(backend["META"])
     blob_store.check()
     meta_store.check()
     return blob_store, meta_store
@@ -173,7 +173,7 @@ def test_a_held_lease_is_renewed_only_by_its_holder(stores):
 def test_cached_views_stay_under_the_cap_least_recently_used_first(backend):
     """2,000 distinct views of 100 bytes into a 20,000-byte cache: the total stays under it,
     the newest stay, and a profile's deletion gives its share back."""
-    meta_store = meta.from_url(backend["META"], view_cache_bytes=20_000)
+    meta_store = locate.meta_store(backend["META"], view_cache_bytes=20_000)
     pids = ["AAAAAAAAAAAAAAAA", "BBBBBBBBBBBBBBBB"]
     for pid in pids:
         meta_store.create(make_record(pid))
@@ -237,7 +237,9 @@ def test_a_stalled_store_fails_within_its_timeout(backend):
     if not backend["META"].startswith("sqlite:"):
         pytest.skip("the S3 + Redis pair is frozen for real in test_web_resilience.py")
     path = backend["META"].removeprefix("sqlite:")
-    store = guard(meta.from_url(backend["META"], timeout=0.3), "metadata store", backend["META"])
+    store = guard(
+        locate.meta_store(backend["META"], timeout=0.3), "metadata store", backend["META"]
+    )
     store.check()
     holder = sqlite3.connect(path, isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")

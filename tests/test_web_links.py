@@ -12,7 +12,7 @@ import urllib.parse
 import pytest
 from PIL import Image
 
-from share.analysis import preview
+from share.analysis.views import preview
 from share.pprof._proto import profile_pb2
 
 from conftest import CORPUS, make_app

@@ -6,7 +6,7 @@ import gzip
 
 import pytest
 
-from share.analysis import flame
+from share.analysis.flame import flame
 
 from conftest import CORPUS
 

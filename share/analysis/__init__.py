@@ -1,25 +1,21 @@
 """share.analysis: a parsed profile -> the views people read, as `go tool pprof` computes them.
 
-Semantics are Go 1.19's vendored google/pprof. The pipeline, one module per stage, each
-importing only the stages before it: tables (the profile as flat numpy arrays, names
-demangled) -> stacks (every sample's frames as node ids, drop_frames applied) -> graph (flat, cum
-and the total for one sample type, merged as profile.Merge would) -> top (the -top rows) and
-flame (the flame graph's call tree). units and text reproduce pprof's number formatting and its
--top layout; names holds the demangling heuristic and Go regexp handling; views encodes each view
-as the bytes the web tier serves and the CLI prints.
+Semantics are Go 1.19's vendored google/pprof, whose internal/ packages are the model: one
+folder an idea, each importing only the folders before it in this list (tests/test_layout.py
+checks the order and that no import, in a function or under TYPE_CHECKING, closes a cycle):
 
-<<<<<<< HEAD
-pprof's options (query.py parses them) go through refine (label pseudo-frames, the name and tag
-filters in applyFocus's order, granularity), which gives a Stacks like the profile's own, so
-top and flame read it unchanged; callgraph, dot, peek and tags build pprof's other reports on it
-(explore.py holds one report's state, pprofviews.py encodes them).
-=======
-Merges and diffs (go tool pprof a b c, -diff_base, -base, -normalize): prof holds a profile in
-columns as pprof's Profile struct does; scaling (ScaleProfiles, ScaleN, Normalize, SetLabel),
-merge and merge_out (profile.Merge, with keys' exact grouping) combine them; encode writes the
-result as profile.proto; combine runs go tool pprof's steps and gives the views a merge's Tables
-(restack reusing its inputs' stacks); diffview draws a diff's two sides.
->>>>>>> compare
+- measure/  pprof's numbers and text: unit scaling, percentages, the -top layout (units, text).
+- model/    the decoded profile: Tables (flat numpy arrays, names demangled), Stacks (every
+            sample's frames, drop_frames applied), Graph (flat, cum, total per sample type),
+            labels, the kind of profile, Go's regexp (RE2) and exact grouping keys.
+- refine/   pprof's options and filters: the query string, focus/ignore/hide/show, the tag
+            filters, tagroot/tagleaf, granularity, in applyFocus's order -> a refined Graph.
+- flame/    the flame graph: the call tree (tree, trie), its JSON, zoom into a subtree.
+- combine/  profiles combined as pprof combines them: Prof, Merge, scaling, -diff_base, encode.
+- reports/  pprof's reports on one (refined) graph: top, peek, tags, call graph and dot, the
+            summary and search.
+- views/    each view encoded as served, one registry (views.VIEWS, render) for the compute tier
+            and the CLI: options per view, the diff views, the preview image.
 
 It imports share.pprof (and share.errors) only: never the stores, the core or the web.
 """

@@ -107,8 +107,8 @@ def prepare(data: bytes, view: str, q: dict[str, str]) -> tuple[Any, dict[str, A
     import json
 
     from .. import pprof
-    from ..analysis import options, views
-    from ..analysis.tables import tables
+    from ..analysis.model.tables import tables
+    from ..analysis.views import options, views
     from ..config import DEFAULTS
 
     parsed = pprof.parse(data, max_profile_bytes=DEFAULTS["MAX_PROFILE_BYTES"])
@@ -123,7 +123,7 @@ def prepare(data: bytes, view: str, q: dict[str, str]) -> tuple[Any, dict[str, A
 
 def render(data: bytes, view: str, q: dict[str, str]) -> str:
     """The report text of a profile's bytes (gzip or not)."""
-    from ..analysis import views
+    from ..analysis.views import views
 
     parsed, opts, _ = prepare(data, view, q)
     return views.render(view, [parsed], opts).decode()
@@ -131,13 +131,13 @@ def render(data: bytes, view: str, q: dict[str, str]) -> str:
 
 def report_command(args: argparse.Namespace) -> int:
     """Print the report; warnings on stderr; a problem is one line on stderr and status 1."""
-    from ..analysis.options import OptionError
+    from ..analysis.views.options import OptionError
     from ..errors import ShareError
 
     if getattr(args, "nodecount", None) is not None and args.nodecount < 0:
         print(f"pprof-share {args.command}: --nodecount must be 0 or more", file=sys.stderr)
         return 2
-    from ..analysis import views
+    from ..analysis.views import views
 
     try:
         parsed, opts, warnings = prepare(read(args.source), args.view, query(args))

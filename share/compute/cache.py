@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from ..analysis import combine, prof
-from ..analysis import tables as analysis_tables
+from ..analysis.combine import combine, prof
+from ..analysis.model import tables as analysis_tables
 
 
 def _arrays_bytes(obj: Any, seen: set[int], depth: int = 0) -> int:

@@ -12,7 +12,7 @@ import hashlib
 from typing import Any
 
 from .. import pprof
-from ..analysis import kind as profile_kind
+from ..analysis.model import kind as profile_kind
 
 ID_LENGTH = 16  # base64url characters: 96 bits of SHA-256
 BLOB_GZIP_LEVEL = 6

@@ -14,8 +14,8 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import metrics
-from ..analysis import options as view_options
-from ..analysis import views
+from ..analysis.views import options as view_options
+from ..analysis.views import views
 from ..errors import ShareError
 from . import progress as view_progress
 from .once import Once

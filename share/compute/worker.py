@@ -23,11 +23,12 @@ import traceback
 from typing import Any
 
 from .. import pprof
-from ..analysis import combine, views
+from ..analysis.combine import combine
+from ..analysis.views import views
 from ..errors import NotFound, ShareError, TooLarge
 from ..pprof import scan
 from ..pprof.inflate import human_size
-from ..store import blobs
+from ..store import locate
 from . import protocol
 from .cache import ProfileCache, footprint
 from .ingest import ingest
@@ -65,7 +66,7 @@ class Worker:
         """The blob store a job names (one client per store, kept)."""
         store = self._stores.get(url)
         if store is None:
-            store = self._stores[url] = blobs.from_url(url)
+            store = self._stores[url] = locate.blob_store(url)
         return store
 
     def profile(self, pid: str, job: dict[str, Any]) -> pprof.ParsedProfile:

@@ -3,7 +3,7 @@
 blobs.BlobStore holds the profile bytes (gzip, keyed by id) and meta.MetaStore the records,
 expiry, leases and cached views. One module per backend, as cachelib keeps them: local (a
 directory) and sqlite (one file) are the embedded default, s3 and redis the production pair;
-`blobs.from_url` and `meta.from_url` pick one from a setting. Backends import their client
+`locate.blob_store` and `locate.meta_store` open one from a setting. Backends import their client
 library (boto3, redis) only when constructed. Beside them: guard (a store whose failures are
 StoreUnavailable), lease (short leases renewed while held), group (SQLite's group commit) and
 locate (a setting as shown to people). The package imports nothing from share but errors.

@@ -29,19 +29,3 @@ class BlobStore(Protocol):
 
     def check(self) -> None:
         """Raise OSError with a readable message when the store cannot be used."""
-
-
-def from_url(url: str, timeout: float = 5.0) -> BlobStore:
-    """file:PATH or s3://BUCKET[/PREFIX] -> a BlobStore whose calls give up after timeout."""
-    if url.startswith("file:"):
-        from .local import LocalBlobStore
-
-        return LocalBlobStore(url.removeprefix("file:"))
-    if url.startswith("s3://"):
-        bucket, _, prefix = url.removeprefix("s3://").partition("/")
-        if not bucket:
-            raise ValueError("s3:// URL names no bucket")
-        from .s3 import S3BlobStore
-
-        return S3BlobStore(bucket, prefix, timeout=timeout)
-    raise ValueError(f"unknown blob store {url!r}")

@@ -1,10 +1,15 @@
-"""What a store setting names, for people: its label in messages and, for the embedded stores,
-the paths that must already exist before a command other than serve may use them."""
+"""What a store setting names: the store it opens (blob_store, meta_store: the one place that
+knows every backend, so the interfaces in blobs.py and meta.py import none of them), its label
+in messages and, for the embedded stores, the paths that must exist before a command other than
+serve may use them."""
 
 from __future__ import annotations
 
 import os
 import re
+
+from .blobs import BlobStore
+from .meta import VIEW_CACHE_BYTES, MetaStore
 
 _CREDENTIALS = re.compile(r"(?<=://)[^/@]*@")
 
@@ -31,3 +36,36 @@ def missing_embedded(blobs_url: str, meta_url: str) -> str | None:
         return None
     parents = {os.path.dirname(p.rstrip("/")) or "." for p in missing}
     return parents.pop() if len(missing) > 1 and len(parents) == 1 else missing[0]
+
+
+def blob_store(url: str, timeout: float = 5.0) -> BlobStore:
+    """file:PATH or s3://BUCKET[/PREFIX] -> a BlobStore whose calls give up after timeout."""
+    if url.startswith("file:"):
+        from .local import LocalBlobStore
+
+        return LocalBlobStore(url.removeprefix("file:"))
+    if url.startswith("s3://"):
+        bucket, _, prefix = url.removeprefix("s3://").partition("/")
+        if not bucket:
+            raise ValueError("s3:// URL names no bucket")
+        from .s3 import S3BlobStore
+
+        return S3BlobStore(bucket, prefix, timeout=timeout)
+    raise ValueError(f"unknown blob store {url!r}")
+
+
+def meta_store(
+    url: str, timeout: float = 5.0, view_cache_bytes: int = VIEW_CACHE_BYTES
+) -> MetaStore:
+    """sqlite:PATH or redis://… / rediss://… -> a MetaStore whose calls give up after timeout."""
+    if url.startswith("sqlite:"):
+        from .sqlite import SqliteMetaStore
+
+        return SqliteMetaStore(
+            url.removeprefix("sqlite:"), timeout=timeout, view_cache_bytes=view_cache_bytes
+        )
+    if url.startswith(("redis://", "rediss://", "unix://")):
+        from .redis import RedisMetaStore
+
+        return RedisMetaStore(url, timeout=timeout, view_cache_bytes=view_cache_bytes)
+    raise ValueError(f"unknown metadata store {url!r}")

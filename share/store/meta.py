@@ -91,18 +91,3 @@ class MetaStore(Protocol):
 
     def ids(self) -> Iterator[str]:
         """Every id that has a record (for fsck), in no particular order."""
-
-
-def from_url(url: str, timeout: float = 5.0, view_cache_bytes: int = VIEW_CACHE_BYTES) -> MetaStore:
-    """sqlite:PATH or redis://… / rediss://… -> a MetaStore whose calls give up after timeout."""
-    if url.startswith("sqlite:"):
-        from .sqlite import SqliteMetaStore
-
-        return SqliteMetaStore(
-            url.removeprefix("sqlite:"), timeout=timeout, view_cache_bytes=view_cache_bytes
-        )
-    if url.startswith(("redis://", "rediss://", "unix://")):
-        from .redis import RedisMetaStore
-
-        return RedisMetaStore(url, timeout=timeout, view_cache_bytes=view_cache_bytes)
-    raise ValueError(f"unknown metadata store {url!r}")

@@ -10,7 +10,8 @@ from flask import Response, current_app, jsonify, redirect, request
 from werkzeug.routing import BaseConverter
 
 from .. import pprof
-from ..analysis import kind, options
+from ..analysis.model import kind
+from ..analysis.views import options
 from ..core import Share, Upload
 from ..errors import ShareError
 from ..store.meta import Record
@@ -251,18 +252,6 @@ def symbolz(pid: str | None = None) -> Response:
     if request.method == "GET":
         return Response("num_symbols: 0\n", mimetype="text/plain")
     return Response("", mimetype="text/plain")
-
-
-def record(pid: str) -> Response:
-    """The record, with pprof's header lines for the default sample type (the summary view)
-    when they are computed already: the record never waits for an analysis (null then; ask
-    /api/v1/profiles/ID/summary for them)."""
-    from .reports import summary_of  # reports imports this module
-
-    body = record_json(share().available(pid))
-    summary = summary_of(pid, wait=False)
-    body["header"] = summary["header"] if summary else None
-    return jsonify(body)
 
 
 def delete(pid: str) -> Response:

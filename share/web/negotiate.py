@@ -16,7 +16,7 @@ import re
 
 from flask import Response, jsonify, request
 
-from ..analysis import summary as summaries
+from ..analysis.reports import summary as summaries
 from . import api, pages
 from .preview import UNFURLERS
 from .reports import summary_of

@@ -15,7 +15,7 @@ from typing import Any
 
 from flask import Response, request
 
-from ..analysis import summary as summaries
+from ..analysis.reports import summary as summaries
 from ..errors import ShareError
 from ..store.meta import Record
 from .api import base_url, record_kind

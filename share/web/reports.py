@@ -13,11 +13,11 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from flask import Response, request
+from flask import Response, jsonify, request
 
-from ..analysis import options, views
+from ..analysis.views import options, views
 from ..errors import ShareError
-from .api import share
+from .api import record_json, share
 
 # Headers a view is served with (graph.svg alone: an SVG may carry script; ours carries none,
 # but its labels are the uploader's text).
@@ -45,7 +45,7 @@ def computed(pid: str, name: str, args: Mapping[str, str]) -> bytes:
 def summary_of(
     pid: str, args: Mapping[str, str] | None = None, *, wait: bool = True
 ) -> dict[str, Any] | None:
-    """The summary view (share.analysis.summary) as a dict, for pages and the text reply;
+    """The summary view (share.analysis.reports.summary) as a dict, for pages and the text reply;
     with wait=False, only if it is computed already (None otherwise)."""
     args = args or {}
     if wait:
@@ -124,3 +124,13 @@ def graph_svg(pid: str) -> Response:
 
 def summary(pid: str) -> Response:
     return view(pid, "summary")
+
+
+def record(pid: str) -> Response:
+    """The record, with pprof's header lines for the default sample type (the summary view)
+    when they are computed already: the record never waits for an analysis (null then; ask
+    /api/v1/profiles/ID/summary for them)."""
+    body = record_json(share().available(pid))
+    summary = summary_of(pid, wait=False)
+    body["header"] = summary["header"] if summary else None
+    return jsonify(body)

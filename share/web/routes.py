@@ -36,7 +36,7 @@ ROUTES: list[tuple[str, list[str], Callable[..., object]]] = [
     ("/<pid:pid>/tags", GET, reports.tags_plain),
     ("/<pid:pid>/dot", GET, reports.dot_plain),
     ("/<pid:pid>/graph.svg", GET, reports.graph_svg),
-    ("/api/v1/profiles/<pid:pid>", GET, api.record),
+    ("/api/v1/profiles/<pid:pid>", GET, reports.record),
     ("/api/v1/profiles/<pid:pid>/progress", GET, api.progress),
     ("/api/v1/profiles/<pid:pid>/flamegraph", GET, reports.flamegraph),
     ("/api/v1/profiles/<pid:pid>/top", GET, reports.top),

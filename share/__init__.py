@@ -3,12 +3,14 @@
 The packages, and the one direction in which they import each other (tests/test_layout.py
 walks every import and fails on an arrow that runs back up):
 
-    web, cli  ->  core  ->  compute  ->  analysis, pprof, store
+    web, cli  ->  collections  ->  core  ->  compute  ->  analysis, pprof, store
     analysis  ->  pprof
 
 - share.web: the Flask app (create_app), every route in web/routes.py, pages, error rendering;
 - share.cli: `pprof-share serve | upload | merge | delete | prune | fsck | top`, and the
   standard-library HTTP client, which loads neither Flask nor numpy (`upload` starts fast);
+- share.collections: collection links: profiles added over time with labels, selected by
+  range, label selector and kind, merged from pre-merged blocks into one profile to view;
 - share.core: the service — upload, fetch, views, merge, delete, prune, fsck — with no Flask;
 - share.compute: the processes every parse and analysis runs in, bounded in time and memory,
   with warm profiles, and the single flight of each view;

@@ -71,6 +71,8 @@ DEFAULTS: dict[str, Any] = {
     "MERGE_MAX_PROFILES": 64,
     # Largest total size, decompressed, of the profiles one merge or diff combines, in bytes.
     "MERGE_MAX_BYTES": 512 * MiB,
+    # Most members one collection may hold (an add past it is a 413); retention prunes them.
+    "COLLECTION_MAX_MEMBERS": 200_000,
 }
 
 _INT_SETTINGS = {
@@ -85,6 +87,7 @@ _INT_SETTINGS = {
     "MAX_FRAMES",
     "MERGE_MAX_PROFILES",
     "MERGE_MAX_BYTES",
+    "COLLECTION_MAX_MEMBERS",
 }
 _SIZE = re.compile(r"^\s*(\d+)\s*(|k|m|g|kib|mib|gib|kb|mb|gb)\s*$", re.I)
 _SIZE_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}

@@ -16,8 +16,9 @@ MAX_LINES = 400
 LEAVES = {"config", "errors", "metrics"}
 ALLOWED = {
     "root": {"web"},  # share/__init__.py: create_app() for gunicorn
-    "web": {"core", "compute", "analysis", "pprof", "store"} | LEAVES,
-    "cli": {"web", "core", "compute", "analysis", "pprof", "store"} | LEAVES,  # serve: the app
+    "web": {"collections", "core", "compute", "analysis", "pprof", "store"} | LEAVES,
+    "cli": {"web", "collections", "core", "compute", "analysis", "pprof", "store"} | LEAVES,
+    "collections": {"core", "compute", "analysis", "pprof", "store"} | LEAVES,
     "core": {"compute", "analysis", "pprof", "store"} | LEAVES,
     "compute": {"analysis", "pprof", "store"} | LEAVES,
     "analysis": {"pprof"} | LEAVES,

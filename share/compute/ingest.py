@@ -52,6 +52,8 @@ def summarize(parsed: pprof.ParsedProfile) -> dict[str, Any]:
         "keep_frames": string(message.keep_frames),
         "doc_url": string(message.doc_url),
         "kind": profile_kind.of_profile(parsed),
+        # pprof's total of each sample type (sum of |value|): a collection's timeline plots it.
+        "totals": [int(x) for x in abs(parsed.values).sum(axis=0, dtype="int64")],
         "mappings": [
             {
                 "filename": string(m.filename),

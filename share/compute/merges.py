@@ -70,3 +70,17 @@ class Merges:
                 raise TooLarge(f"{exc.message}; nothing was stored") from None
             raise
         return data, "merge of " + ", ".join(names)
+
+    def merge_ids(self, pids: Sequence[str], comment: str = "") -> bytes:
+        """Stored profiles merged as `go tool pprof -proto` merges them, gzip-compressed: the
+        pre-merged blocks and selections of a collection. The caller keeps each merge to at
+        most SHARE_MERGE_MAX_PROFILES parts (merging the merges beyond that)."""
+        self.check("a merge", len(pids))
+        job = {"op": "merge", "parts": list(pids), "comment": comment[:4000],
+               "max_bytes": self.max_bytes, **self._job}  # fmt: skip
+        try:
+            return self.compute.run(job)
+        except AnalysisFailed as exc:
+            if exc.kind == "memory":
+                raise TooLarge(f"{exc.message}; nothing was stored") from None
+            raise

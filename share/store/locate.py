@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+from typing import Any
 
 from .blobs import BlobStore
 from .meta import VIEW_CACHE_BYTES, MetaStore
@@ -69,3 +70,15 @@ def meta_store(
 
         return RedisMetaStore(url, timeout=timeout, view_cache_bytes=view_cache_bytes)
     raise ValueError(f"unknown metadata store {url!r}")
+
+
+def collection_index(url: str, meta: Any, timeout: float = 5.0) -> Any:
+    """The collection index beside a metadata store (its unguarded backend): a SQLite file
+    next to the records' file, or the same Redis (its client and key prefix)."""
+    if url.startswith("sqlite:"):
+        from .collections.sqlite import SqliteCollectionIndex
+
+        return SqliteCollectionIndex(url.removeprefix("sqlite:") + "-collections", timeout)
+    from .collections.redis import RedisCollectionIndex
+
+    return RedisCollectionIndex(meta.client, meta.prefix, meta.failures)

@@ -14,6 +14,7 @@ from typing import Any
 from flask import Flask, Response
 
 from .. import config
+from ..collections import open_collections
 from ..core import open_share
 from . import errors, limits, ops, routes
 from .csp import CONTENT_SECURITY_POLICY
@@ -47,6 +48,7 @@ def create_app(test_config: Mapping[str, Any] | None = None, *, check_stores: bo
     if clock is not None:
         share.clock = clock
     app.extensions["share"] = share
+    app.extensions["collections"] = open_collections(share)
 
     errors.init_app(app)
     ops.init_app(app)

@@ -1,0 +1,263 @@
+"""Collections: many profiles under one link, over time and across processes.
+
+A collection is a record (title, expiry, retention, the hash of its write token) and its
+members in the collection index (share.store.collections); each member is an ordinary stored
+profile (same validation, dedup, link) plus its time and labels. A selection of members
+(selection.py) is merged as `go tool pprof a b c` merges, from pre-merged blocks where it can
+(blocks.py), into a stored profile: every view of a profile is then a view of the selection.
+"""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+import threading
+from collections import Counter
+from dataclasses import dataclass
+
+from ..config import parse_duration
+from ..core import Share, Upload, new_token, token_hash
+from ..errors import Forbidden, Gone, NotFound, ShareError, TooLarge
+from ..pprof import StripSpec
+from ..store.collections.index import Collection, CollectionIndex, Member
+from . import selection as sel
+from .blocks import Blocks, Plan, digest
+
+ID_LENGTH = 12  # base64url characters: 72 random bits
+SELECTION_EXPIRY = "7d"  # a merged selection's profile (made again when gone)
+SELECTION_TITLE = "collection {cid}: {n} members"
+
+
+@dataclass
+class Resolved:
+    """A selection's merged profile (a base's too, for a comparison)."""
+
+    pid: str | None  # None: nothing selected
+    base: str | None
+    kind: str | None
+    plan: Plan
+    base_plan: Plan | None
+
+
+def new_id() -> str:
+    while True:
+        cid = secrets.token_urlsafe(9)[:ID_LENGTH]
+        if not cid.startswith("-"):
+            return cid
+
+
+class Collections:
+    """The collections of one Share, indexed in one CollectionIndex."""
+
+    def __init__(self, share: Share, index: CollectionIndex) -> None:
+        self.share = share
+        self.index = index
+        self.max_members = share.settings["COLLECTION_MAX_MEMBERS"]
+        self.blocks = Blocks(share, index, self.member_expiry)
+        self._warming: dict[str, bool] = {}
+        self._lock = threading.Lock()
+
+    def member_expiry(self, c: Collection) -> str:
+        return c.expires or "never"
+
+    # --- the collection -----------------------------------------------------------------
+    def create(
+        self, title: str = "", expires: str | None = None, retention: str | None = None
+    ) -> tuple[Collection, str]:
+        """A new, empty collection and its write token."""
+        seconds = self.share.expiry_seconds(expires)
+        keep = None
+        if retention and retention.strip():
+            try:
+                keep = parse_duration(retention)
+            except ValueError as exc:
+                raise ShareError(f"retention: {exc}") from None
+        now = self.share.clock()
+        token = new_token()
+        c = Collection(
+            id=new_id(),
+            title=title.strip()[:200],
+            created_at=now,
+            expires_at=None if seconds is None else now + seconds,
+            expires=None if seconds is None else f"{seconds}s",
+            retention_seconds=keep,
+            token_hash=token_hash(token),
+        )
+        self.index.create(c)
+        return c, token
+
+    def load(self, cid: str) -> Collection:
+        c = self.index.load(cid)
+        now = self.share.clock()
+        if c is None:
+            raise NotFound(f"no collection with id {cid}")
+        if c.expires_at is not None and c.expires_at <= now:
+            raise Gone(f"collection {cid} has expired")
+        return c
+
+    def _authorized(self, cid: str, token: str | None) -> Collection:
+        c = self.load(cid)
+        if not token or not hmac.compare_digest(token_hash(token), c.token_hash):
+            raise Forbidden(
+                "wrong or missing collection token (send it in the X-Collection-Token header)"
+            )
+        return c
+
+    # --- adding -------------------------------------------------------------------------
+    def add(
+        self,
+        cid: str,
+        token: str | None,
+        data: bytes,
+        labels: dict[str, str],
+        time_text: str | None = None,
+        strip: StripSpec | None = None,
+    ) -> tuple[Upload, Member, bool]:
+        """Store data as a profile and make it a member (labels, time); (upload, member,
+        whether the member is new). The same bytes, labels and time again change nothing."""
+        c = self._authorized(cid, token)
+        labels = sel.check_labels(labels)
+        now = self.share.clock()
+        at = sel.parse_time(time_text, "time", now) if time_text else None
+        if self.index.count(cid) >= self.max_members:
+            raise self._full()
+        upload = self.share.upload(data, title=c.title, expires=self.member_expiry(c), strip=strip)
+        r = upload.record
+        if at is None:
+            at = r.metadata.get("time_nanos", 0) / 1e9 or now
+        member = Member(
+            pid=r.id, time=round(at, 6), labels=labels, kind=r.metadata.get("kind", "unknown"),
+            added_at=now, sample_types=r.sample_types, totals=r.metadata.get("totals", []),
+            duration_nanos=r.metadata.get("duration_nanos", 0), owned=upload.created,
+        )  # fmt: skip
+        outcome = self.index.add(cid, member, self.max_members)
+        if outcome == "full":
+            if upload.created:
+                self._remove_profile(r.id)
+            raise self._full()
+        expiry = self.share.expiry_seconds(self.member_expiry(c))
+        self.index.touch(cid, now, None if expiry is None else now + expiry)
+        self._prune(c, now)
+        if outcome == "added":
+            self.warm_later(cid)
+        return upload, member, outcome == "added"
+
+    def _full(self) -> TooLarge:
+        return TooLarge(
+            f"the collection holds {self.max_members} members, the most it may "
+            "(SHARE_COLLECTION_MAX_MEMBERS); give it a retention, or start another"
+        )
+
+    def _prune(self, c: Collection, now: float) -> int:
+        """Drop members older than the retention (their profiles expire on their own)."""
+        if c.retention_seconds is None:
+            return 0
+        old = self.index.members(c.id, None, now - c.retention_seconds)
+        return self.index.remove(c.id, [m.key for m in old])
+
+    # --- removing -----------------------------------------------------------------------
+    def delete(self, cid: str, token: str | None) -> int:
+        """Remove the collection, and the profiles stored through it alone (members it
+        stored, its blocks and merged selections); how many profiles were removed."""
+        self._authorized(cid, token)
+        entries = self.index.entries(cid)
+        members = self.index.delete(cid)
+        owned = {m.pid for m in members if m.owned} | {e["pid"] for e in entries if "pid" in e}
+        removed = 0
+        for pid in sorted(owned):
+            if not self.index.holders(pid):
+                removed += self._remove_profile(pid)
+        return removed
+
+    def _remove_profile(self, pid: str) -> int:
+        with self.share.leases.hold(pid, f"profile {pid}"):
+            if self.share.meta.delete(pid):
+                self.share.blobs.delete(pid)
+                return 1
+        return 0
+
+    # --- selecting ----------------------------------------------------------------------
+    def members(self, c: Collection, s: sel.Selection) -> list[Member]:
+        """The live members of the selection's range that its selector accepts (any kind)."""
+        expiry = self.share.expiry_seconds(self.member_expiry(c))
+        now = self.share.clock()
+        found = self.index.members(c.id, s.start, s.end)
+        return [
+            m
+            for m in found
+            if (expiry is None or m.added_at + expiry > now) and s.accepts(m.labels)
+        ]
+
+    @staticmethod
+    def kind_of(members: list[Member], wanted: str | None) -> str | None:
+        """The kind shown: the one asked for, else the one with the most members."""
+        if wanted:
+            return wanted
+        counts = Counter(m.kind for m in members)
+        return max(sorted(counts), key=lambda k: counts[k]) if counts else None
+
+    def default_kind(self, c: Collection) -> str | None:
+        """The kind a view shows when kind= names none: the collection's most common, so
+        narrowing a selection never switches the kind under the viewer."""
+        return self.kind_of(self.members(c, sel.Selection()), None)
+
+    def merged(self, c: Collection, s: sel.Selection, kind: str | None) -> tuple[str | None, Plan]:
+        """The stored profile of the selection's members of one kind, and how it was made."""
+        members = [m for m in self.members(c, s) if m.kind == kind]
+        selector = ",".join(sorted(str(m) for m in s.matchers))
+        plan = self.blocks.plan(c, selector, kind or "", members, s.start, s.end)
+        if not plan.parts:
+            return None, plan
+        if len(plan.parts) == 1:
+            return plan.parts[0], plan
+        key = "s|" + digest(plan.parts)
+        entry = self.index.entry_get(c.id, key)
+        if entry is not None and self.blocks.live(entry["pid"]):
+            return entry["pid"], plan
+        with self.share.leases.hold(f"collection:{c.id}:{key}", "the collection's selection"):
+            entry = self.index.entry_get(c.id, key)
+            if entry is not None and self.blocks.live(entry["pid"]):
+                return entry["pid"], plan
+            title = SELECTION_TITLE.format(cid=c.id, n=plan.members)
+            pid = self.blocks.merged(c, plan.parts, title)
+            self.index.entry_put(c.id, key, {"pid": pid})
+            return pid, plan
+
+    def resolve(self, cid: str, args: dict[str, str]) -> Resolved:
+        """The request's selection (and base selection) as stored profiles."""
+        c = self.load(cid)
+        now = self.share.clock()
+        s = sel.selection(args, now)
+        kind = s.kind or self.default_kind(c)
+        pid, plan = self.merged(c, s, kind)
+        base = base_plan = None
+        if sel.has_base(args):
+            b = sel.selection(args, now, prefix="base_")
+            base, base_plan = self.merged(c, b, kind)
+        return Resolved(pid, base, kind, plan, base_plan)
+
+    # --- warming ------------------------------------------------------------------------
+    def warm_later(self, cid: str) -> None:
+        """Build the blocks of the collection's default view off the request path, once
+        for a burst of adds (a flag set while a warm-up runs asks for one more)."""
+        with self._lock:
+            if cid in self._warming:
+                self._warming[cid] = True
+                return
+            self._warming[cid] = False
+        threading.Thread(target=self._warm, args=(cid,), daemon=True).start()
+
+    def _warm(self, cid: str) -> None:
+        while True:
+            try:
+                c = self.load(cid)
+                members = self.members(c, sel.Selection())
+                for kind in sorted({m.kind for m in members}):
+                    self.merged(c, sel.Selection(kind=kind), kind)
+            except Exception:  # noqa: BLE001 - a warm-up that fails leaves the work to a view
+                pass
+            with self._lock:
+                if not self._warming.get(cid):
+                    self._warming.pop(cid, None)
+                    return
+                self._warming[cid] = False

@@ -1,0 +1,159 @@
+"""Every view of a collection's selection: the selection is resolved to a stored profile (its
+members merged, from blocks where it can: share.collections), and that profile's view is
+served as share.web.reports serves a profile's — the same options, cache and text."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from typing import Any
+
+from flask import Response, jsonify, request
+
+from ...analysis.reports import summary as summaries
+from ...analysis.views import views
+from ...collections import selection as sel
+from ...collections.service import Resolved
+from ...errors import NotFound
+from .. import reports
+from ..api import base_url, share
+from ..negotiate import choice
+from . import api, page
+
+
+def _resolved(cid: str) -> Resolved:
+    found = api.collections().resolve(cid, dict(request.args.items()))
+    if found.pid is None:
+        raise NotFound(f"collection {cid}: the selection holds no members")
+    if sel.has_base(request.args) and found.base is None:
+        raise NotFound(f"collection {cid}: the base selection holds no members")
+    return found
+
+
+def _args(found: Resolved) -> dict[str, str]:
+    """The view's pprof options: the request's, less the selection, with the base as
+    -diff_base (stored profile ids, as a profile's diff names them)."""
+    args = sel.view_args(request.args)
+    if found.base is not None:
+        args["diff_base"] = found.base
+    return args
+
+
+def _headers(response: Response, found: Resolved) -> Response:
+    response.headers["X-Collection-Profile"] = f"{base_url()}/{found.pid}"
+    response.headers["X-Collection-Members"] = str(found.plan.members)
+    response.headers["X-Collection-Blocks"] = str(found.plan.blocks)
+    if found.kind:
+        response.headers["X-Collection-Kind"] = found.kind
+    if found.base is not None:
+        response.headers["X-Collection-Base"] = f"{base_url()}/{found.base}"
+    return response
+
+
+def view(cid: str, name: str, warnings: bool = False) -> Response:
+    found = _resolved(cid)
+    args = _args(found)
+    gz = reports.computed(found.pid, name, args)  # type: ignore[arg-type]
+    response = reports.send(gz, views.mimetype(name))
+    for header, value in reports.HEADERS.get(name, {}).items():
+        response.headers[header] = value
+    if warnings:
+        extra = {**args, "labels": "t"} if name == "tagstext" else args
+        lines = json.loads(gzip.decompress(reports.computed(found.pid, "warnings", extra)))  # type: ignore[arg-type]
+        for line in lines["warnings"]:
+            response.headers.add("X-Pprof-Warning", json.dumps(line)[1:-1])
+    return _headers(response, found)
+
+
+def selection_doc(cid: str) -> Response:
+    """What the request selects: the stored profiles, how many members and blocks."""
+    found = _resolved(cid)
+    doc: dict[str, Any] = {
+        "profile": found.pid, "profile_url": f"{base_url()}/{found.pid}",
+        "base": found.base, "base_url": f"{base_url()}/{found.base}" if found.base else None,
+        "kind": found.kind, "members": found.plan.members, "parts": len(found.plan.parts),
+        "blocks": found.plan.blocks,
+        "base_members": found.base_plan.members if found.base_plan else None,
+    }  # fmt: skip
+    return jsonify(doc)
+
+
+def raw(cid: str) -> Response:
+    """The selection merged, gzip: what `go tool pprof <collection link>` reads."""
+    found = _resolved(cid)
+    response = Response(share().raw_gzip(found.pid), mimetype="application/octet-stream")  # type: ignore[arg-type]
+    response.headers["Content-Disposition"] = f"attachment; filename=collection-{cid}.pb.gz"
+    response.headers["Access-Control-Allow-Origin"] = "*"
+    return _headers(response, found)
+
+
+def collection(cid: str) -> Response:
+    """GET /c/ID: the page, the merged selection, the record or a text summary, by Accept."""
+    chosen = choice()
+    if chosen == "raw":
+        response = raw(cid)
+    elif chosen == "page":
+        response = page.collection_page(cid)
+    elif chosen == "json":
+        response = api.record(cid)
+    else:
+        response = Response(summary_text(cid), mimetype="text/plain")
+    response.vary.update(("Accept", "User-Agent"))
+    return response
+
+
+def summary_text(cid: str) -> str:
+    c = api.collections().load(cid)
+    found = _resolved(cid)
+    summary = reports.summary_of(found.pid, _args(found))  # type: ignore[arg-type]
+    link = api.link(cid)
+    head = f"{c.title}\n" if c.title else ""
+    head += f"collection: {found.plan.members} members of kind {found.kind}\n"
+    text = summaries.text(
+        summary, {"page": link, "raw": f"{link}/raw", "pprof": f"go tool pprof -http=: {link}"}
+    )
+    return head + text
+
+
+def flamegraph(cid: str) -> Response:
+    return view(cid, "flamegraph")
+
+
+def top(cid: str) -> Response:
+    return view(cid, "top")
+
+
+def top_plain(cid: str) -> Response:
+    return view(cid, "toptext", warnings=True)
+
+
+def peek(cid: str) -> Response:
+    return view(cid, "peek")
+
+
+def peek_plain(cid: str) -> Response:
+    return view(cid, "peektext", warnings=True)
+
+
+def tags(cid: str) -> Response:
+    return view(cid, "tags")
+
+
+def tags_plain(cid: str) -> Response:
+    return view(cid, "tagstext", warnings=True)
+
+
+def dot_plain(cid: str) -> Response:
+    return view(cid, "dot", warnings=True)
+
+
+def graph_svg(cid: str) -> Response:
+    return view(cid, "svg")
+
+
+def search(cid: str) -> Response:
+    return view(cid, "search")
+
+
+def summary(cid: str) -> Response:
+    return view(cid, "summary")

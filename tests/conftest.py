@@ -186,12 +186,19 @@ _POOL: list[Any] = []
 
 def shared_pool() -> Any:
     """One ComputePool for every in-process app of the run: apps differ in stores and limits,
-    which jobs carry, so sharing it only saves starting compute processes per test."""
+    which jobs carry, so sharing it only saves starting compute processes per test. Its
+    processes read S3 with the environment they started with: a pool started before moto's
+    endpoint was in the environment is replaced once it is (merges fetch blobs from S3)."""
+    endpoint = os.environ.get("AWS_ENDPOINT_URL")
+    if _POOL and _POOL[0].started_with != endpoint:
+        _POOL.pop().close()
     if not _POOL:
         from share.compute.pool import ComputePool
         from share.config import load
 
-        _POOL.append(ComputePool(load({}, {"ANALYSIS_WORKERS": 2})))
+        pool = ComputePool(load({}, {"ANALYSIS_WORKERS": 2}))
+        pool.started_with = endpoint
+        _POOL.append(pool)
     return _POOL[0]
 
 

@@ -330,3 +330,18 @@ def test_a_member_s_record_and_raw_are_its_own(client: Any) -> None:
     r = add(client, cid, token, cpu("cpu-small"), {"pod": "a"})
     raw = client.get(r.data.decode().strip() + "/raw").data
     assert gzip.decompress(raw) == gzip.decompress(cpu("cpu-small"))
+
+
+def test_a_member_deleted_with_its_own_token_drops_out(client: Any) -> None:
+    cid, token = create(client)
+    start = (int(time.time()) // 3600 - 1) * 3600
+    keep = add(client, cid, token, cpu("cpu-small"), {"pod": "a"}, start + 1)
+    gone = add(client, cid, token, cpu("cpu-labels"), {"pod": "a"}, start + 2)
+    r = client.delete(
+        gone.data.decode().strip(), headers={"X-Delete-Token": gone.headers["X-Delete-Token"]}
+    )  # noqa: E501
+    assert r.status_code in (200, 204)
+    assert text(client, f"/c/{cid}/top") == merged_top(
+        client, [keep.data.decode().strip().rsplit("/", 1)[1]]
+    )  # noqa: E501
+    assert len(members(client, cid)) == 1

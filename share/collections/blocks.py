@@ -129,16 +129,18 @@ class Blocks:
         found = self._valid(c.id, key, want)
         if found:
             return found
+        # Its parts first, each under a lease of its own: a lease is held for one merge only,
+        # never while smaller blocks are built (others wait on it at most that long).
+        sub = Plan([], j - i, 0)
+        if level == 0:
+            sub.parts = [m.pid for m in members[i:j]]
+        else:
+            window = (members[i:j], times[i:j])
+            self._cover(c, selector, kind, *window, t0, t0 + res, level - 1, sub)
         with self.share.leases.hold(f"collection:{c.id}:{key}", "a block of the collection"):
             found = self._valid(c.id, key, want)  # another instance built it meanwhile
             if found:
                 return found
-            sub = Plan([], j - i, 0)
-            if level == 0:
-                sub.parts = [m.pid for m in members[i:j]]
-            else:
-                window = (members[i:j], times[i:j])
-                self._cover(c, selector, kind, *window, t0, t0 + res, level - 1, sub)
             title = BLOCK_TITLE.format(cid=c.id, kind=kind, res=res, t0=t0)
             pid = self.merged(c, sub.parts, title)
             plan.built += 1 + sub.built

@@ -169,6 +169,11 @@ class Collections:
                 removed += self._remove_profile(pid)
         return removed
 
+    def forget_profile(self, pid: str) -> None:
+        """A profile was deleted (with its own token): it is a member of no collection now."""
+        for cid in self.index.holders(pid):
+            self.index.remove_profile(cid, pid)
+
     def _remove_profile(self, pid: str) -> int:
         with self.share.leases.hold(pid, f"profile {pid}"):
             if self.share.meta.delete(pid):
@@ -202,7 +207,22 @@ class Collections:
         return self.kind_of(self.members(c, sel.Selection()), None)
 
     def merged(self, c: Collection, s: sel.Selection, kind: str | None) -> tuple[str | None, Plan]:
-        """The stored profile of the selection's members of one kind, and how it was made."""
+        """The stored profile of the selection's members of one kind, and how it was made.
+        A member whose profile is gone (deleted with its own token, lost by the store) is
+        dropped from the collection, and the selection merged again without it."""
+        try:
+            return self._merged(c, s, kind)
+        except ShareError as exc:  # the compute tier's NotFound arrives as a ShareError
+            if exc.code not in (404, 410):
+                raise
+            members = [m for m in self.members(c, s) if m.kind == kind]
+            dead = [m.key for m in members if not self.blocks.live(m.pid)]
+            if not dead:
+                raise
+            self.index.remove(c.id, dead)
+            return self._merged(c, s, kind)
+
+    def _merged(self, c: Collection, s: sel.Selection, kind: str | None) -> tuple[str | None, Plan]:
         members = [m for m in self.members(c, s) if m.kind == kind]
         selector = ",".join(sorted(str(m) for m in s.matchers))
         plan = self.blocks.plan(c, selector, kind or "", members, s.start, s.end)

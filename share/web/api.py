@@ -257,6 +257,7 @@ def symbolz(pid: str | None = None) -> Response:
 def delete(pid: str) -> Response:
     """curl -X DELETE -H 'X-Delete-Token: TOKEN' HOST/ID"""
     share().delete(pid, request.headers.get("X-Delete-Token"))
+    current_app.extensions["collections"].forget_profile(pid)  # a member no longer
     return Response(status=204)
 
 

@@ -101,6 +101,9 @@ class CollectionIndex(Protocol):
     def remove(self, cid: str, keys: list[str]) -> int:
         """Drop these members (retention); how many were there."""
 
+    def remove_profile(self, cid: str, pid: str) -> int:
+        """Drop every member of the collection that is profile pid (deleted); how many."""
+
     def holders(self, pid: str) -> set[str]:
         """The collections that have pid as a member."""
 

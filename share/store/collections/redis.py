@@ -112,6 +112,14 @@ class RedisCollectionIndex:
         pipe.hdel(self._key(cid, "data"), *keys)
         return int(pipe.execute()[0])
 
+    def remove_profile(self, cid: str, pid: str) -> int:
+        """Member keys hold the profile id between bars (index.member_key)."""
+        needle = f"|{pid}|".encode()
+        keys = [k for k in self.client.zrange(self._key(cid, "members"), 0, -1) if needle in k]
+        removed = self.remove(cid, keys)
+        self.client.srem(f"{self.prefix}:memberof:{{{pid}}}", cid)
+        return removed
+
     def holders(self, pid: str) -> set[str]:
         found = self.client.smembers(f"{self.prefix}:memberof:{{{pid}}}")
         live = {c.decode() if isinstance(c, bytes) else c for c in found}

@@ -155,6 +155,10 @@ class SqliteCollectionIndex:
                 for k in keys
             )
 
+    def remove_profile(self, cid: str, pid: str) -> int:
+        with self._borrow() as db:
+            return db.execute("DELETE FROM members WHERE cid = ? AND pid = ?", (cid, pid)).rowcount
+
     def holders(self, pid: str) -> set[str]:
         with self._borrow() as db:
             rows = db.execute("SELECT DISTINCT cid FROM members WHERE pid = ?", (pid,)).fetchall()

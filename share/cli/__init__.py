@@ -1,11 +1,12 @@
 """share.cli: the command line, `pprof-share serve | top | peek | tags | dot | upload | merge |
-delete | prune | fsck`.
+delete | collection | collect | prune | fsck`.
 
 This module parses the arguments and dispatches; serve (gunicorn on the web app), client (the
-standard-library HTTP client of upload and delete), script (the upload and delete commands,
-also served as a single-file script by the web app), merge (the merge command, on the same
-client), top (pprof's text reports: top, peek, tags, dot, computed locally) and maintain (prune
-and fsck, on the configured stores) are a module each. Heavy imports (Flask, boto3, gunicorn,
+standard-library HTTP client of upload and delete), script (the upload, delete and collection
+commands, also served as a single-file script by the web app), merge (the merge command, on the
+same client), collect (/debug/pprof endpoints scraped into a collection, on it too), top
+(pprof's text reports: top, peek, tags, dot, computed locally) and maintain (prune and fsck,
+on the configured stores) are a module each. Heavy imports (Flask, boto3, gunicorn,
 numpy) happen inside the commands that need them, so `pprof-share upload` loads neither Flask
 nor numpy and starts fast. It may import share.web (serve runs the app), share.core and below;
 nothing imports it.
@@ -61,6 +62,10 @@ def build_parser() -> argparse.ArgumentParser:
     from . import merge  # standard library only, as the upload client
 
     merge.add_parser(commands)
+
+    from . import collect  # standard library only, as the upload client
+
+    collect.add_parser(commands)
 
     p = commands.add_parser("prune", help="remove expired profiles (reads SHARE_* settings)")
     p.set_defaults(func=prune)

@@ -1,4 +1,5 @@
-"""The CLI's HTTP client: upload files, stdin or a live pprof endpoint, and delete.
+"""The CLI's HTTP client: upload files, stdin or a live pprof endpoint (to / or to a
+collection), and delete.
 
 Standard library only (http.client, urllib) so `pprof-share upload` starts fast. Every failure
 becomes a ClientError whose message is the one line the CLI prints.
@@ -32,7 +33,12 @@ _BARE_URL = re.compile(r"^[\w.-]+:\d+/")
 
 
 class ClientError(Exception):
-    """A failure to report as one line; the CLI exits non-zero."""
+    """A failure to report as one line; the CLI exits non-zero. status: the HTTP status of
+    the server's refusal, if it answered one."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 def server_url(explicit: str | None) -> str:
@@ -171,14 +177,17 @@ def post_files(
     server: str,
     files: Sequence[tuple[str, bytes]],
     *,
+    path: str = "/",
     query: str = "",
+    headers: dict[str, str] | None = None,
     title: str | None = None,
     expires: str | None = None,
     strip: str | None = None,
     progress: bool = True,
     timeout: float = 300,
 ) -> dict[str, Any]:
-    """POST files as one form to the server's / (with query, e.g. merge=1); its JSON reply."""
+    """POST files as one form to the server's path (/, or a collection's /c/ID) with query
+    (merge=1, label=k=v) and extra headers; its JSON reply."""
     pairs = (("title", title), ("expires", expires), ("strip", strip))
     fields = {k: v for k, v in pairs if v}
     content_type, parts, total = _multipart(files, fields)
@@ -187,14 +196,16 @@ def post_files(
     bar = Progress(label, total) if progress else None
     try:
         try:
-            path = (urlsplit(server).path.rstrip("/") or "") + "/" + (f"?{query}" if query else "")
-            conn.putrequest("POST", path)
+            target = urlsplit(server).path.rstrip("/") + path + (f"?{query}" if query else "")
+            conn.putrequest("POST", target)
             conn.putheader("Content-Type", content_type)
             conn.putheader("Content-Length", str(total))
             conn.putheader("Accept", "application/json")
             conn.putheader("User-Agent", USER_AGENT)
             if os.environ.get(UPLOAD_TOKEN_ENV):
                 conn.putheader("Authorization", f"Bearer {os.environ[UPLOAD_TOKEN_ENV]}")
+            for name, value in (headers or {}).items():
+                conn.putheader(name, value)
             conn.endheaders()
         except OSError as exc:
             raise ClientError(f"cannot reach {server}: {_reason(exc)}") from None
@@ -227,7 +238,7 @@ def post_files(
     if response.status in (301, 302, 303, 307, 308):
         where = response.getheader("Location", "?")
         raise ClientError(f"{server} redirects to {where}: use that as --server")
-    raise ClientError(_error_message(response.status, payload))
+    raise ClientError(_error_message(response.status, payload), response.status)
 
 
 def _reason(exc: BaseException) -> str:

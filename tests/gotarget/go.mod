@@ -1,0 +1,3 @@
+module pprof-share/tests/gotarget
+
+go 1.19

@@ -7,6 +7,7 @@ import re
 import shutil
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -79,6 +80,26 @@ def test_readme_lists_upload_and_download_lines():
     assert any("go tool pprof" in c for c in commands)
 
 
+def new_collection(server: str, members: bool = False) -> dict[str, str]:
+    """A collection for the README's /c/CID lines: with members a minute old, on the labels
+    its examples select (pod="api-1", a pull request's and main's runs)."""
+    r = requests.post(server + "/api/v1/collections", headers={"Accept": "application/json"})
+    found = {"id": r.json()["id"], "token": r.json()["token"]}
+    now = time.time()
+    for name, labels in [
+        ("cpu-small", "pod=api-1,branch=pr-42"),
+        ("cpu-labels", "pod=api-2,branch=main"),
+    ]:
+        if members:
+            data = (CORPUS / f"go-runtime/{name}.pb.gz").read_bytes()
+            headers = {"X-Collection-Token": found["token"], "X-Labels": labels}
+            r = requests.post(
+                f"{server}/c/{found['id']}?time={now - 60}", data=data, headers=headers
+            )
+            assert r.status_code in (200, 201), r.text
+    return found
+
+
 def test_readme_commands_work_as_they_stand(live_server, fake_pprof_endpoint, tmp_path):
     if shutil.which("curl") is None:
         pytest.fail("curl is needed for this test")
@@ -86,6 +107,7 @@ def test_readme_commands_work_as_they_stand(live_server, fake_pprof_endpoint, tm
     shutil.copy(CORPUS / "go-runtime/heap.pb.gz", tmp_path / "heap.pb.gz")
     ran_cli = False
     shared = upload_unique(live_server)
+    collection = new_collection(live_server, members=True)
     ran = 0
     # Lines that delete go last and each get a profile of their own to delete.
     commands = sorted(readme_commands(), key=lambda c: "TOKEN" in c)
@@ -93,11 +115,17 @@ def test_readme_commands_work_as_they_stand(live_server, fake_pprof_endpoint, tm
         if command.startswith("go ") and shutil.which("go") is None:
             continue
         own = upload_unique(live_server) if "TOKEN" in command else shared
+        token = own["delete_token"]
+        if "/c/CID" in command:  # a collection's line: its own collection when it writes
+            c = new_collection(live_server, members=True) if "TOKEN" in command else collection
+            command, token = command.replace("/c/CID", f"/c/{c['id']}"), c["token"]
+            command = command.replace("/collections/CID", f"/collections/{c['id']}")
+        command = command.replace("/collections/CID", f"/collections/{collection['id']}")
         substitutions = {
             PLACEHOLDER_HOST: live_server,
             PROFILE_ENDPOINT: fake_pprof_endpoint,
             "/ID": f"/{own['id']}",
-            "TOKEN": own["delete_token"],
+            "TOKEN": token,
         }
         for old, new in substitutions.items():
             command = command.replace(old, new)

@@ -43,20 +43,45 @@ export function pprofFlags(params, sampleIndex, raw) {
   return flags;
 }
 
+/** A collection's page (data-selection-params names the selection's parameters): its link
+ * with the selection's parameters, the base selection's link (base_from -> from, …) for
+ * -diff_base, and the view's other parameters; null on a profile's page. */
+function selectionSources(root, params) {
+  const names = (root.dataset.selectionParams || "").split(" ").filter(Boolean);
+  if (!names.length) return null;
+  const link = new URL(root.dataset.link, location.href).href;
+  const own = new URLSearchParams();
+  const base = new URLSearchParams();
+  const rest = new URLSearchParams();
+  for (const [k, v] of params) {
+    if (!names.includes(k)) rest.append(k, v);
+    else if (k.startsWith("base_")) base.set(k.slice(5), v);
+    else own.set(k, v);
+  }
+  if (base.size && own.has("kind")) base.set("kind", own.get("kind"));
+  const at = (q) => (q.size ? `${link}?${q.toString().replaceAll("%3A", ":")}` : link);
+  return { source: at(own), base: base.size ? at(base) : null, rest };
+}
+
 /** Writes the command into #pprof-cmd, and points "Embed" at this view's embed (the same
  * query, and the sample type when it is not the default). root: the viewer (data-raw-url,
- * data-id). */
+ * data-id). A "viewcommand" event on root hands the view's pprof options on. */
 export function showCommand(root, params, sampleIndex) {
+  const sel = selectionSources(root, params);
+  const view = sel ? sel.rest : params;
   const embed = document.getElementById("embed-link");
-  if (embed) {
+  if (embed && !sel) {
     const q = new URLSearchParams(params);
     if (sampleIndex) q.set("si", sampleIndex);
     const query = q.toString();
     embed.href = embed.href.split("?")[0] + (query ? `?${query}` : "");
   }
+  root.dispatchEvent(new CustomEvent("viewcommand", { detail: { params: view, sampleIndex } }));
   const cmd = document.getElementById("pprof-cmd");
   if (!cmd) return;
   const own = new URL(root.dataset.rawUrl, location.href).href;
   const raw = (id) => own.slice(0, own.length - `${root.dataset.id}/raw`.length) + `${id}/raw`;
-  cmd.value = ["go tool pprof -http=:", ...pprofFlags(params, sampleIndex, raw), shellWord(own)].join(" ");
+  const flags = pprofFlags(view, sampleIndex, raw);
+  if (sel && sel.base) flags.unshift(`-diff_base=${shellWord(sel.base)}`);
+  cmd.value = ["go tool pprof -http=:", ...flags, shellWord(sel ? sel.source : own)].join(" ");
 }

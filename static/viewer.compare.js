@@ -106,6 +106,8 @@ class Compare {
   }
 
   setup() {
+    // A collection's page compares selections (collection.js): no forms of profile links.
+    if (this.root.dataset.compare === "off") return;
     const head = this.root.querySelector(".vw-head");
     this.tools = el("div", { id: "compare-tools", className: "cmp-tools" });
     this.tools.append(this.compareForm(), this.mergeForm());

@@ -3,6 +3,7 @@
 // allocations. The page keeps pprof's default and says so next to the selector, with a switch.
 import { cached } from "./viewer.api.js";
 import { formatValue } from "./viewer.format.js";
+import { withSi } from "./viewer.types.js";
 
 const TINY = 0.01; // under 1% of another type in the same unit
 
@@ -20,7 +21,7 @@ export async function showTypeHint(box, fg, summaryUrl, siParam, onSwitch) {
   const empty = !fg.total;
   const others = types.map((t, i) => i).filter((i) => i !== shown && (empty || types[i].unit === unit));
   if (!others.length) return;
-  const total = async (i) => (await cached(`${summaryUrl}?si=${encodeURIComponent(siParam(i))}`)).total;
+  const total = async (i) => (await cached(withSi(summaryUrl, siParam(i)))).total;
   let totals;
   try {
     totals = await Promise.all([shown, ...others].map(total));

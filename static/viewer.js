@@ -98,7 +98,8 @@ function saveUrl() {
 const siParam = (i) => types.siParam(state.types, i);
 const siFromParam = (param, fallback) => types.siFromParam(state.types, param, fallback);
 const fillSelect = (fg) => types.fillSelect(dom.select, state.types, fg);
-const showHeader = (si) => si != null && types.showHeader(root.dataset.summaryUrl, state.fg, si, siParam(si));
+const summaryUrl = () => types.summaryUrl(root, url.serverParams());
+const showHeader = (si) => si != null && types.showHeader(summaryUrl(), state.fg, si, siParam(si));
 
 /** The si of API requests: null (the query's or the default) until a type is chosen. */
 const siArg = () => (state.si >= 0 && state.types.length ? siParam(state.si) : null);
@@ -239,7 +240,7 @@ async function refresh(opts = {}) {
     if (!root.dataset.flamePaintedAt) markFirstPaint(root);
   }
   showTrimNote();
-  showTypeHint($("type-hint"), fg, root.dataset.summaryUrl, siParam, (i) => switchType(i));
+  showTypeHint($("type-hint"), fg, summaryUrl(), siParam, (i) => switchType(i));
   top.setData(null);
   // Let the flame graph reach the screen before the top table's rows are built and laid out.
   await new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)));
@@ -366,12 +367,16 @@ async function start() {
   top.restore(want);
   refine.render();
   refine.setView(state.view);
-  getJSON(root.dataset.recordUrl)
-    .then(renderMeta)
-    .catch((err) => {
-      $("meta-list").replaceChildren(Object.assign(document.createElement("dd"), { textContent: err.message }));
-    });
-  const stopProgress = watchProgress(dom.status, root.dataset.recordUrl + "/progress");
+  // A collection's page has no record of its own: collection.js shows its selection's.
+  if (root.dataset.recordUrl) {
+    getJSON(root.dataset.recordUrl)
+      .then(renderMeta)
+      .catch((err) => {
+        $("meta-list").replaceChildren(Object.assign(document.createElement("dd"), { textContent: err.message }));
+      });
+  }
+  const progressUrl = root.dataset.progressUrl ?? root.dataset.recordUrl + "/progress";
+  const stopProgress = watchProgress(dom.status, progressUrl);
   try {
     // The default view first: it names the sample types the URL's si refers to.
     const base = url.apiUrl(root.dataset.flamegraphUrl, state.full ? { nf: "0" } : {});

@@ -4,7 +4,8 @@
 const SHOW_AFTER_MS = 300;
 const POLL_MS = 250;
 
-/** Shows progress in `status` until the returned function is called. */
+/** Shows progress in `status` until the returned function is called; without a progressUrl,
+ * the time elapsed only. */
 export function watchProgress(status, progressUrl) {
   const started = performance.now();
   let stage = "";
@@ -20,6 +21,7 @@ export function watchProgress(status, progressUrl) {
     status.textContent = `Analysing the profile… ${seconds} s${stage ? " — " + stage : ""}`;
   };
   const ask = async () => {
+    if (!progressUrl) return;
     try {
       const res = await fetch(progressUrl, { headers: { Accept: "application/json" } });
       const body = res.ok ? await res.json() : null;

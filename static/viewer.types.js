@@ -42,9 +42,23 @@ export async function showHeader(summaryUrl, fg, si, param) {
   if (si === shown && pre.textContent.trim()) return;
   headerIndex = si;
   try {
-    const s = await cached(`${summaryUrl}?si=${encodeURIComponent(param)}`);
+    const s = await cached(withSi(summaryUrl, param));
     if (headerIndex === si) pre.textContent = s.header.join("\n");
   } catch {
     // the previous lines stay; the flame graph and the table are what matter
   }
+}
+
+/** The summary view's URL for the page: a profile's takes no parameters; on a collection's
+ * page (data-selection-params), the URL's selection less the base. */
+export function summaryUrl(root, params) {
+  const names = (root.dataset.selectionParams || "").split(" ").filter((n) => n && !n.startsWith("base_"));
+  const q = new URLSearchParams();
+  for (const [k, v] of params) if (names.includes(k)) q.set(k, v);
+  return root.dataset.summaryUrl + (q.size ? `?${q}` : "");
+}
+
+/** The summary URL of one sample type. */
+export function withSi(summaryUrl, param) {
+  return `${summaryUrl}${summaryUrl.includes("?") ? "&" : "?"}si=${encodeURIComponent(param)}`;
 }

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hmac
 import secrets
 import threading
+import time
 from collections import Counter
 from dataclasses import dataclass
 
@@ -26,6 +27,7 @@ from .blocks import Blocks, Plan, digest
 ID_LENGTH = 12  # base64url characters: 72 random bits
 SELECTION_EXPIRY = "7d"  # a merged selection's profile (made again when gone)
 SELECTION_TITLE = "collection {cid}: {n} members"
+WARM_DELAY = 2.0  # seconds a warm-up waits for more adds, so a burst of adds is one warm-up
 
 
 @dataclass
@@ -269,6 +271,7 @@ class Collections:
 
     def _warm(self, cid: str) -> None:
         while True:
+            time.sleep(WARM_DELAY)
             try:
                 c = self.load(cid)
                 members = self.members(c, sel.Selection())

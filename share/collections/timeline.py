@@ -78,14 +78,17 @@ def timeline(
     first = int(start // step) * step
     doc.update(step=step, **{"from": first, "to": int(end // step) * step + step})
     # series -> step -> label set -> [sum of values, sum of durations (ns), count, a member]
-    cells: dict[str, dict[int, dict[str, list[Any]]]] = defaultdict(lambda: defaultdict(dict))
+    cells: dict[str, dict[int, dict[Any, list[Any]]]] = defaultdict(lambda: defaultdict(dict))
     for m in chosen:
         value = _total(m, sample_type)
         if value is None:
             continue
         name = m.labels.get(group_by, "") if group_by else "all"
         t0 = int(m.time // step) * step
-        cell = cells[name][t0].setdefault(m.series, [0, 0, 0, m.pid])
+        label_set = (
+            tuple(sorted(m.labels.items())) if len(m.labels) > 1 else tuple(m.labels.items())
+        )
+        cell = cells[name][t0].setdefault(label_set, [0, 0, 0, m.pid])
         cell[0] += value
         cell[1] += m.duration_nanos
         cell[2] += 1

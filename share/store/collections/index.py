@@ -7,6 +7,7 @@ what makes an add idempotent: the same bytes, labels and time are one member.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -74,6 +75,12 @@ class Member:
     @classmethod
     def from_json(cls, text: str | bytes) -> Member:
         return cls(**orjson.loads(text))
+
+    @classmethod
+    def many(cls, texts: Iterable[bytes]) -> list[Member]:
+        """Members from their JSON, decoded as one array: a call per member cost twice as
+        much over a 10 000-member timeline."""
+        return [cls(**d) for d in orjson.loads(b"[" + b",".join(texts) + b"]")]
 
 
 class CollectionIndex(Protocol):

@@ -94,11 +94,8 @@ class RedisCollectionIndex:
         keys = self.client.zrangebyscore(self._key(cid, "members"), low, high)
         found: list[Member] = []
         for i in range(0, len(keys), _CHUNK):
-            found.extend(
-                Member.from_json(d)
-                for d in self.client.hmget(self._key(cid, "data"), keys[i : i + _CHUNK])
-                if d is not None
-            )
+            datas = self.client.hmget(self._key(cid, "data"), keys[i : i + _CHUNK])
+            found.extend(Member.many(d for d in datas if d is not None))
         return found
 
     def count(self, cid: str) -> int:

@@ -135,14 +135,16 @@ class SqliteCollectionIndex:
     def members(
         self, cid: str, start: float | None = None, end: float | None = None
     ) -> list[Member]:
+        # Keys start with the time, zero-padded: a range of keys is a range of the primary
+        # key (time itself is kept to check it: a key's rounding never admits a member).
         sql, args = "SELECT data FROM members WHERE cid = ?", [cid]
         if start is not None:
-            sql, args = sql + " AND time >= ?", [*args, start]
+            sql, args = sql + " AND key >= ? AND time >= ?", [*args, f"{start - 1:020.6f}", start]
         if end is not None:
-            sql, args = sql + " AND time < ?", [*args, end]
+            sql, args = sql + " AND key < ? AND time < ?", [*args, f"{end + 1:020.6f}", end]
         with self._borrow() as db:
             rows = db.execute(sql + " ORDER BY key", args).fetchall()
-        return [Member.from_json(r[0]) for r in rows]
+        return Member.many(r[0] for r in rows)
 
     def count(self, cid: str) -> int:
         with self._borrow() as db:

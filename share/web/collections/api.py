@@ -194,7 +194,10 @@ def timeline_json(cid: str) -> Response:
     c = collections().load(cid)
     s = sel.selection(request.args, collections().share.clock())
     found = collections().members(c, s)
-    kind = s.kind or collections().default_kind(c)
+    whole = s.start is None and s.end is None and not s.matchers  # found is every member
+    kind = s.kind or (
+        collections().kind_of(found, None) if whole else collections().default_kind(c)
+    )
     step_text = request.args.get("step")
     step = None
     if step_text:
@@ -205,4 +208,5 @@ def timeline_json(cid: str) -> Response:
     group = request.args.get("group_by") or None
     of_kind = [m for m in found if m.kind == kind]
     stype = sample_type_of(of_kind, request.args.get("si") or request.args.get("sample_index"))
-    return jsonify(timeline(of_kind, kind or "", stype, group, step))
+    doc = timeline(of_kind, kind or "", stype, group, step)
+    return Response(orjson.dumps(doc), mimetype="application/json")

@@ -86,7 +86,48 @@ class _Connection(sqlite3.Connection):
                 pause = min(pause * 2, 0.01)
 
 
-class SqliteMetaStore:
+class Pooled:
+    """A pool of connections for a class whose _connect() opens one (it keeps _idle, a
+    SimpleQueue, and _pid, the process that filled it): a method borrows one for its
+    statements, or a transaction (BEGIN IMMEDIATE ... COMMIT, rolled back on any error)."""
+
+    _idle: queue.SimpleQueue[sqlite3.Connection]
+    _pid: int
+
+    def _connect(self) -> sqlite3.Connection:
+        raise NotImplementedError
+
+    @contextmanager
+    def _borrow(self) -> Iterator[sqlite3.Connection]:
+        if self._pid != os.getpid():  # forked: the parent's connections are not ours
+            self._idle, self._pid = queue.SimpleQueue(), os.getpid()
+        try:
+            db = self._idle.get_nowait()
+        except queue.Empty:
+            db = self._connect()
+        try:
+            yield db
+        except BaseException:
+            if db.in_transaction:
+                db.close()  # unknown state: do not hand it to the next caller
+                raise
+            self._idle.put(db)
+            raise
+        self._idle.put(db)
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        with self._borrow() as db:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                yield db
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
+
+
+class SqliteMetaStore(Pooled):
     """Records in one SQLite file: the single-machine default. WAL mode lets several gunicorn
     workers read while one writes.
 
@@ -136,36 +177,6 @@ class SqliteMetaStore:
         db.execute("PRAGMA busy_timeout=0")
         db.busy_seconds = self.timeout
         return db
-
-    @contextmanager
-    def _borrow(self) -> Iterator[sqlite3.Connection]:
-        if self._pid != os.getpid():  # forked: the parent's connections are not ours
-            self._idle, self._pid = queue.SimpleQueue(), os.getpid()
-        try:
-            db = self._idle.get_nowait()
-        except queue.Empty:
-            db = self._connect()
-        try:
-            yield db
-        except BaseException:
-            if db.in_transaction:
-                db.close()  # unknown state: do not hand it to the next caller
-                raise
-            self._idle.put(db)
-            raise
-        self._idle.put(db)
-
-    @contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
-        """BEGIN IMMEDIATE ... COMMIT on a borrowed connection; rolled back on any error."""
-        with self._borrow() as db:
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                yield db
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-            db.execute("COMMIT")
 
     def _one(self, sql: str, args: tuple[object, ...]) -> tuple[object, ...] | None:
         with self._borrow() as db:

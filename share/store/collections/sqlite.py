@@ -5,14 +5,12 @@ from __future__ import annotations
 import os
 import queue
 import sqlite3
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from ..sqlite import _Connection
+from ..sqlite import Pooled, _Connection
 from .index import Added, Collection, Member
 
 _SCHEMA = """
@@ -40,7 +38,7 @@ CREATE TABLE IF NOT EXISTS entries (
 """
 
 
-class SqliteCollectionIndex:
+class SqliteCollectionIndex(Pooled):
     """Collections in one SQLite file (WAL, pooled connections, as SqliteMetaStore). Member
     keys start with the time, so the primary key is the time order too."""
 
@@ -62,35 +60,6 @@ class SqliteCollectionIndex:
         db.execute("PRAGMA busy_timeout=0")  # waited for in Python (sqlite._Connection)
         db.busy_seconds = self.timeout  # type: ignore[attr-defined]
         return db
-
-    @contextmanager
-    def _borrow(self) -> Iterator[sqlite3.Connection]:
-        if self._pid != os.getpid():
-            self._idle, self._pid = queue.SimpleQueue(), os.getpid()
-        try:
-            db = self._idle.get_nowait()
-        except queue.Empty:
-            db = self._connect()
-        try:
-            yield db
-        except BaseException:
-            if db.in_transaction:
-                db.close()
-                raise
-            self._idle.put(db)
-            raise
-        self._idle.put(db)
-
-    @contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
-        with self._borrow() as db:
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                yield db
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-            db.execute("COMMIT")
 
     def create(self, collection: Collection) -> None:
         with self._borrow() as db:

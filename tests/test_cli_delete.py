@@ -55,19 +55,22 @@ def test_delete_by_id_on_the_configured_server(live_server: str, tmp_path: Path)
 def test_prune_removes_only_expired_profiles(tmp_path: Path) -> None:
     stores = {"BLOBS": f"file:{tmp_path}/blobs", "META": f"sqlite:{tmp_path}/meta.sqlite3"}
     # Uploaded "two hours ago" for one hour: expired now. A second one is still live.
-    past = make_app({**stores, "CLOCK": lambda: time.time() - 7200}).extensions["share"]
+    past_app = make_app({**stores, "CLOCK": lambda: time.time() - 7200})
+    past = past_app.extensions["share"]
     old = past.upload(unique_profile(), expires="1h").record.id
+    old_collection, _ = past_app.extensions["collections"].create(expires="1h")
     live = make_app(stores).extensions["share"].upload(unique_profile(), expires="1h")
     env = dict(os.environ, **{f"SHARE_{k}": v for k, v in stores.items()})
     run = [sys.executable, "-m", "share.cli", "prune"]
     result = subprocess.run(run, capture_output=True, text=True, env=env, cwd=REPO, timeout=60)
     assert result.returncode == 0, result.stderr
-    assert result.stdout == "removed 1 expired profile\n"
+    assert result.stdout == "removed 1 expired profile\nremoved 1 expired collection\n"
+    assert make_app(stores).extensions["collections"].index.load(old_collection.id) is None
     share = make_app(stores).extensions["share"]
     assert share.meta.load(old) is None and not share.blobs.exists(old)
     assert share.record(live.record.id).id == live.record.id
     result = subprocess.run(run, capture_output=True, text=True, env=env, cwd=REPO, timeout=60)
-    assert result.stdout == "removed 0 expired profiles\n"
+    assert result.stdout == "removed 0 expired profiles\nremoved 0 expired collections\n"
 
 
 def test_prune_with_a_bad_setting_says_which(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import sys
 
+from ..collections import open_collections
 from ..config import ConfigError, load
 from ..core import Share, open_share
 from ..errors import ShareError
@@ -32,10 +33,12 @@ def prune() -> int:
         return 2
     try:
         removed = share.prune()
+        gone = open_collections(share).prune()
     except ShareError as exc:
         print(f"pprof-share: {exc.message}", file=sys.stderr)
         return 1
     print(f"removed {removed} expired profile{'' if removed == 1 else 's'}")
+    print(f"removed {gone} expired collection{'' if gone == 1 else 's'}")
     return 0
 
 

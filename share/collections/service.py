@@ -171,6 +171,15 @@ class Collections:
                 removed += self._remove_profile(pid)
         return removed
 
+    def prune(self) -> int:
+        """Remove expired collections from the index (their profiles expire on their own,
+        and `pprof-share prune` removes those); how many."""
+        now = self.share.clock()
+        expired = self.index.expired(now)
+        for cid in expired:
+            self.index.delete(cid)
+        return len(expired)
+
     def forget_profile(self, pid: str) -> None:
         """A profile was deleted (with its own token): it is a member of no collection now."""
         for cid in self.index.holders(pid):

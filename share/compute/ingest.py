@@ -52,6 +52,7 @@ def summarize(parsed: pprof.ParsedProfile) -> dict[str, Any]:
         "keep_frames": string(message.keep_frames),
         "doc_url": string(message.doc_url),
         "kind": profile_kind.of_profile(parsed),
+        "converted_from": parsed.converted_from,  # None: uploaded as a pprof protobuf
         "mappings": [
             {
                 "filename": string(m.filename),

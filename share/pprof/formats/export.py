@@ -1,0 +1,5 @@
+"""stub"""
+
+
+def folded_lines(stacks, weights):
+    return []

@@ -36,13 +36,11 @@ def _lines(text: str):  # type: ignore[no-untyped-def]
 
 
 def recognise(text: str) -> bool:
-    """The first line is a stack and a count, or at least half of the first lines are."""
+    """At least half of the first lines are a stack and a count (so that a file with a broken
+    line is named folded stacks, and a text file that merely ends a line in a number is not)."""
     seen = good = 0
     for _, line in _lines(text):
-        ok = _split(line) is not None
-        if seen == 0 and ok:
-            return True
-        seen, good = seen + 1, good + ok
+        seen, good = seen + 1, good + (_split(line) is not None)
         if seen >= RECOGNISE_LINES:
             break
     return seen > 0 and good * 2 >= seen

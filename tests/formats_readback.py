@@ -29,8 +29,10 @@ def stacks(parsed: pprof.ParsedProfile, sample_type: str) -> Counter[str]:
     return _nonzero(out)
 
 
-_LOCATION = re.compile(r"^ +(\d+): \S+ M=\d+ (.*) (\S*):(-?\d+) s=-?\d+$")
-_SAMPLE = re.compile(r"^ +(-?\d+(?: +-?\d+)*): ((?:\d+ )*)$")
+# id: address M=mapping NAME FILE:LINE s=START, then (SYSTEM_NAME) where pprof's demangler
+# changed the name (it empties `<module> (x.py:8)`): the system name is what was stored.
+_LOCATION = re.compile(r"^ +(\d+): \S+ M=\d+ (.*) (\S*):(-?\d+) s=-?\d+(?:\((.*)\))?$")
+_SAMPLE = re.compile(r"^ +(-?\d+(?: +-?\d+)*):((?: \d+)*) ?$")
 
 
 def go_raw_stacks(raw_text: str, column: int) -> Counter[str]:
@@ -40,7 +42,7 @@ def go_raw_stacks(raw_text: str, column: int) -> Counter[str]:
     for line in lines[start + 1 :]:
         m = _LOCATION.match(line)
         if m:
-            locs[int(m.group(1))] = m.group(2)
+            locs[int(m.group(1))] = m.group(2) if m.group(5) is None else m.group(5)
         elif line == "Mappings":
             break
     out: Counter[str] = Counter()
@@ -62,10 +64,62 @@ def folded(text: str, exact: bool = False) -> Counter[str]:
     for line in text.splitlines():
         line = line if exact else line.strip()
         if line:
-            stack, count = line.rsplit(" ", 1)
+            stack, count = line.rsplit(" ", 1) if " " in line else ("", line)
             out[stack if exact else stack.rstrip()] += int(count)
     return _nonzero(out)
 
 
 def _nonzero(counts: Counter[str]) -> Counter[str]:
     return Counter({k: v for k, v in counts.items() if v})
+
+
+def cpuprofile_expected(doc: dict) -> tuple[Counter[str], Counter[str]]:
+    """Samples and wall time per stack, read off the JSON here independently."""
+    nodes = doc.get("nodes")
+    if nodes is None:  # the older nested form
+        nodes, todo = [], [doc["head"]]
+        while todo:
+            n = todo.pop()
+            nodes.append({**n, "callFrame": n, "children": [c["id"] for c in n["children"]]})
+            todo += n["children"]
+    by_id = {n["id"]: n for n in nodes}
+    parent = {c: n["id"] for n in nodes for c in n.get("children", [])}
+
+    def path(i: int) -> str:
+        names = []
+        while i in by_id:
+            names.append(by_id[i]["callFrame"]["functionName"] or "(anonymous)")
+            i = parent.get(i, -1)
+        return ";".join(reversed(names[:-1]))  # the tree's (root) left out
+
+    if "timeDeltas" in doc:
+        deltas = doc["timeDeltas"]
+    else:
+        t = doc["timestamps"]
+        deltas = [b - a for a, b in zip(t, t[1:], strict=False)]
+    count: Counter[str] = Counter()
+    wall: Counter[str] = Counter()
+    for i, node in enumerate(doc["samples"]):
+        count[path(node)] += 1
+        wall[path(node)] += max(deltas[i], 0) * 1000
+    return count, Counter({k: v for k, v in wall.items() if v})
+
+
+def speedscope_expected(doc: dict) -> Counter[str]:
+    """Every profile's stacks and weights (time in nanoseconds), read off the JSON here."""
+    names = [f["name"] for f in doc["shared"]["frames"]]
+    scale = {"none": 1, "seconds": 10**9, "milliseconds": 10**6, "microseconds": 10**3}
+    out: Counter[str] = Counter()
+    for prof in doc["profiles"]:
+        factor = scale.get(prof.get("unit", "none"), 1)
+        if "samples" in prof:
+            for stack, w in zip(prof["samples"], prof["weights"], strict=True):
+                out[";".join(names[f] for f in stack)] += round(w * factor)
+        else:
+            open_, last = [], 0
+            for e in prof["events"]:
+                if open_ and e["at"] > last:
+                    out[";".join(names[f] for f in open_)] += round((e["at"] - last) * factor)
+                last = e["at"]
+                open_ = open_ + [e["frame"]] if e["type"] == "O" else open_[:-1]
+    return out

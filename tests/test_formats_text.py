@@ -20,7 +20,14 @@ from share.errors import BadProfile, TooLarge
 from share.pprof import Limits
 from share.pprof import parse as pprof_parse
 
-from formats_readback import folded, parse, stacks
+from formats_readback import (
+    cpuprofile_expected,
+    folded,
+    go_raw_stacks,
+    parse,
+    speedscope_expected,
+    stacks,
+)
 
 DATA = Path(__file__).parent / "data"
 SPEEDSCOPE = DATA / "speedscope"
@@ -60,13 +67,18 @@ def test_crlf_and_utf16_files_are_the_same_profile() -> None:
         ("# comment\n// some other comment\na;b 1\n", 2),
         ("a;b;c 1\na;b;c 1\ninvalid line\n", 3),
         ("a;b 1\na;b 1.5\n", 2),
-        ("a;b 1\r\n\r\n 7\r\n", 3),
+        ("a;b 1\r\n\r\nmain;x\r\n", 3),
         (f"a 1\nb {1 << 64}\n", 2),
     ],
 )
 def test_folded_line_that_is_not_a_stack_is_a_400_naming_it(text: str, line: int) -> None:
     message = refused(text.encode())
     assert message.startswith(f"folded stacks, line {line}:")
+
+
+def test_a_count_alone_is_samples_without_frames() -> None:
+    p = parse(b"main;work 3\n 2\n")
+    assert stacks(p, "samples") == Counter({"main;work": 3, "": 2})
 
 
 def test_speedscope_sample_with_invalid_lines_is_refused_at_its_first() -> None:
@@ -128,38 +140,6 @@ def test_perf_line_that_is_not_a_frame_is_a_400_naming_it() -> None:
 
 
 # --- .cpuprofile -----------------------------------------------------------------------------
-def cpuprofile_expected(doc: dict) -> tuple[Counter[str], Counter[str]]:
-    """Samples and wall time per stack, read off the JSON here independently."""
-    nodes = doc.get("nodes")
-    if nodes is None:  # the older nested form
-        nodes, todo = [], [doc["head"]]
-        while todo:
-            n = todo.pop()
-            nodes.append({**n, "callFrame": n, "children": [c["id"] for c in n["children"]]})
-            todo += n["children"]
-    by_id = {n["id"]: n for n in nodes}
-    parent = {c: n["id"] for n in nodes for c in n.get("children", [])}
-
-    def path(i: int) -> str:
-        names = []
-        while i in by_id:
-            names.append(by_id[i]["callFrame"]["functionName"] or "(anonymous)")
-            i = parent.get(i, -1)
-        return ";".join(reversed(names[:-1]))  # the tree's (root) left out
-
-    if "timeDeltas" in doc:
-        deltas = doc["timeDeltas"]
-    else:
-        t = doc["timestamps"]
-        deltas = [b - a for a, b in zip(t, t[1:], strict=False)]
-    count: Counter[str] = Counter()
-    wall: Counter[str] = Counter()
-    for i, node in enumerate(doc["samples"]):
-        count[path(node)] += 1
-        wall[path(node)] += max(deltas[i], 0) * 1000
-    return count, Counter({k: v for k, v in wall.items() if v})
-
-
 @pytest.mark.parametrize("path", sorted(SPEEDSCOPE.glob("*.cpuprofile")), ids=lambda p: p.name)
 def test_cpuprofile_reads_back_samples_and_wall_time(path: Path) -> None:
     p = parse(path.read_bytes())
@@ -207,26 +187,6 @@ def test_broken_cpuprofile_is_a_400_naming_the_field(doc: dict, where: str) -> N
 
 
 # --- speedscope ------------------------------------------------------------------------------
-def speedscope_expected(doc: dict) -> Counter[str]:
-    """Every profile's stacks and weights (time in nanoseconds), read off the JSON here."""
-    names = [f["name"] for f in doc["shared"]["frames"]]
-    scale = {"none": 1, "seconds": 10**9, "milliseconds": 10**6, "microseconds": 10**3}
-    out: Counter[str] = Counter()
-    for prof in doc["profiles"]:
-        factor = scale.get(prof.get("unit", "none"), 1)
-        if "samples" in prof:
-            for stack, w in zip(prof["samples"], prof["weights"], strict=True):
-                out[";".join(names[f] for f in stack)] += round(w * factor)
-        else:
-            open_, last = [], 0
-            for e in prof["events"]:
-                if open_ and e["at"] > last:
-                    out[";".join(names[f] for f in open_)] += round((e["at"] - last) * factor)
-                last = e["at"]
-                open_ = open_ + [e["frame"]] if e["type"] == "O" else open_[:-1]
-    return out
-
-
 @pytest.mark.parametrize("path", sorted(SPEEDSCOPE.glob("0.*.json")), ids=lambda p: p.name)
 def test_speedscope_file_reads_back_every_stack(path: Path) -> None:
     doc = json.loads(path.read_bytes())
@@ -247,3 +207,28 @@ def test_speedscope_file_reads_back_every_stack(path: Path) -> None:
 )
 def test_speedscope_invalid_samples_are_400s_naming_the_event(name: str, words: str) -> None:
     assert words in refused((SPEEDSCOPE / name).read_bytes())
+
+
+# --- the same stacks through go tool pprof -raw ---------------------------------------------
+GO_CASES = [
+    *FOLDED_FILES,
+    *sorted(SPEEDSCOPE.glob("*.cpuprofile")),
+    *sorted(SPEEDSCOPE.glob("0.*")),
+]
+
+
+@pytest.mark.go
+@pytest.mark.parametrize("path", GO_CASES, ids=lambda p: p.name)
+def test_go_tool_pprof_raw_reads_the_same_stacks(path: Path, go_pool, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    p = parse(path.read_bytes())
+    converted = tmp_path / "converted.pb"
+    converted.write_bytes(p.raw)
+    done = go_pool.run(["-raw", str(converted)])
+    assert done.returncode == 0, done.stderr
+    text = done.stdout.decode("utf-8", "replace")
+    for column, (name, _) in enumerate(p.sample_types()):
+        assert go_raw_stacks(text, column) == stacks(p, name)
+    if p.converted_from == "folded":
+        data = path.read_bytes()
+        decoded = data.decode("utf-16") if data[:2] in (b"\xff\xfe", b"\xfe\xff") else data.decode()
+        assert go_raw_stacks(text, 0) == folded(decoded)

@@ -17,10 +17,9 @@ RECOGNISE_LINES = 100  # the first non-blank lines that decide whether a file is
 
 
 def _split(line: str) -> tuple[str, str] | None:
-    """(stack, count) of one stripped line, or None when its shape is not `STACK COUNT`."""
+    """(stack, count) of one stripped line, or None when its shape is not `STACK COUNT`. A count
+    alone is samples with no frames (py-spy writes ` 2` for samples it found no stack in)."""
     cut = max(line.rfind(" "), line.rfind("\t"))
-    if cut <= 0:
-        return None
     count = line[cut + 1 :]
     digits = count[1:] if count.startswith("-") else count
     if not (digits.isascii() and digits.isdigit()):
@@ -51,7 +50,7 @@ def parse(text: str) -> list[tuple[list[str], int]]:
     out = []
     for number, line in _lines(text):
         split = _split(line)
-        if split is None or not split[0]:
+        if split is None:
             raise BadProfile(
                 f"folded stacks, line {number}: expected `frame;frame;... COUNT` "
                 f"(a stack, a space, an integer), got {line[:80]!r}"
@@ -59,7 +58,7 @@ def parse(text: str) -> list[tuple[list[str], int]]:
         count = int(split[1])
         if abs(count) > INT64_MAX:
             raise BadProfile(f"folded stacks, line {number}: count {split[1]} is over 2^63-1")
-        out.append((split[0].split(";"), count))
+        out.append((split[0].split(";") if split[0] else [], count))
     if not out:
         raise BadProfile("folded stacks: no stacks in the file")
     return out

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
 
 from ...errors import BadProfile
 from ..limits import Limits
@@ -42,16 +44,26 @@ def convert(raw: bytes, limits: Limits) -> Converted | None:
         document = _json(text)
         if document is None:
             return None
-        if speedscope.recognise(document):
-            return Converted(speedscope.convert(document, limits), "speedscope")
-        if cpuprofile.recognise(document):
-            return Converted(cpuprofile.convert(document, limits), "cpuprofile")
+        for module in (speedscope, cpuprofile):
+            if module.recognise(document):
+                return Converted(_json_convert(module, document, limits), module.FORMAT)
         return None
     if perf.recognise(text):
         return Converted(perf.convert(text, limits), "perf script")
     if folded.recognise(text):
         return Converted(folded.convert(text, limits), "folded")
     return None
+
+
+def _json_convert(module: ModuleType, document: Any, limits: Limits) -> bytes:
+    """The converter's checks name the field; a shape they did not foresee is still a 400."""
+    try:
+        return module.convert(document, limits)
+    except (TypeError, AttributeError, KeyError, IndexError, ValueError, OverflowError) as err:
+        raise BadProfile(
+            f"{module.FORMAT}: the document does not have the format's shape "
+            f"({type(err).__name__}: {str(err)[:200]})"
+        ) from None
 
 
 def decode_text(raw: bytes) -> str | None:

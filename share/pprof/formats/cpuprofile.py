@@ -101,6 +101,8 @@ def convert(document: dict, limits: Limits) -> bytes:
         nodes = _flatten(document["head"], limits)
     by_id, parent = _tree(nodes, limits)
     samples = document.get("samples") or []
+    if not isinstance(samples, list):
+        raise _bad("samples", "not a list")
     deltas = document.get("timeDeltas")
     stamps = document.get("timestamps")
     if (
@@ -118,12 +120,12 @@ def convert(document: dict, limits: Limits) -> bytes:
         raise _bad("timeDeltas", f"must hold one entry per sample ({len(samples)})")
     limits.check("samples", len(samples))
     profile = StackProfile(
-        [("samples", "count"), ("wall", "nanoseconds")], limits, ("wall", "nanoseconds")
+        [("samples", "count"), ("wall", "nanoseconds")], limits, ("wall", "nanoseconds"), 0, FORMAT
     )
     start, end = document.get("startTime"), document.get("endTime")
     if isinstance(start, int | float) and isinstance(end, int | float) and end >= start:
         scale = 1e9 if "head" in document else 1000  # the older form counts seconds
-        profile.duration_nanos = int((end - start) * scale)
+        profile.duration_nanos = min(int((end - start) * scale), (1 << 63) - 1)
     stacks: dict[int, list[int]] = {}
     for i, node_id in enumerate(samples):
         if isinstance(node_id, bool) or not isinstance(node_id, int) or node_id not in by_id:

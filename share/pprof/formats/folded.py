@@ -66,7 +66,7 @@ def parse(text: str) -> list[tuple[list[str], int]]:
 
 def convert(text: str, limits: Limits) -> bytes:
     """A profile with one sample type, samples/count, one sample per distinct stack."""
-    profile = StackProfile([("samples", "count")], limits)
+    profile = StackProfile([("samples", "count")], limits, format="folded stacks")
     total = 0
     for frames, count in parse(text):
         total += abs(count)

@@ -7,7 +7,7 @@ from ..limits import Limits
 from .legacy_maps import parse_hex_addresses, remap_mapping_ids
 from .legacy_text import quo, scale_heap_sample
 from .model import Function, Line, Location, Profile, Sample
-from .text import ParseError, Unrecognized, compile, groups, latin1, parse_int, parse_uint, raw
+from .text import ParseError, Unrecognized, compile, groups, latin1, parse_int, parse_uint
 from .text import trim as trim_space
 
 _ATTRIBUTE = compile(r"([\w ]+)=([\w ]+)")
@@ -177,7 +177,7 @@ def locations(text: str, locs: dict[int, Location], p: Profile) -> None:
             func = rest
         fn = functions.get(func)
         if fn is None:
-            fn = functions[func] = Function(name=raw(func), filename=raw(file))
+            fn = functions[func] = Function(name=func, filename=file)
             p.functions.append(fn)
         loc.lines = [Line(fn, number)]
         loc.address = 0

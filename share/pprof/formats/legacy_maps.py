@@ -6,7 +6,7 @@ from __future__ import annotations
 import bisect
 
 from .model import Mapping, Profile
-from .text import ParseError, Scanner, compile, groups, parse_uint, raw, trim
+from .text import ParseError, Scanner, compile, groups, parse_uint, trim
 
 _HEX = r"(?:0x)?([[:xdigit:]]+)"
 _RANGE = r"\s*" + _HEX + r"[\s-]?\s*" + _HEX + ":?"
@@ -78,7 +78,7 @@ def _mapping_entry(line: str) -> Mapping | None:
             raise _Unrecognized
         g = groups(m)
         start, end, perm, file, offset, build_id = g[1], g[2], g[3], g[4], g[5], g[6]
-    mapping = Mapping(file=raw(file), build_id=raw(build_id))
+    mapping = Mapping(file=file, build_id=build_id)
     if perm and "x" not in perm:
         return None  # not executable
     try:

@@ -102,8 +102,8 @@ class _Strings:
         i = self.index.get(text)
         if i is None:
             i = self.index[text] = len(self.table)
-            # Text formats are read as latin-1 where bytes must survive: see text.py.
-            self.table.append(text.encode("utf-8", "surrogateescape"))
+            # The legacy parsers read text as latin-1 (text.py): this is the file's own bytes.
+            self.table.append(text.encode("latin-1"))
         return i
 
 

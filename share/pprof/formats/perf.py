@@ -22,6 +22,7 @@ _EVENT_ONLY = compile(r"\s(\S+):\s*$")  # `comm pid event:` (old perf), no time 
 _FRAME = compile(r"^\s*(\w+)\s*(.+) \((.*)\)")
 _OFFSET = compile(r"\+0x[\da-f]+$")
 _GO_METHOD = compile(r"\.\(.*\)\.")
+FORMAT = "perf script"
 RECOGNISE_LINES = 200
 CLOCKS = ("cpu-clock", "task-clock")  # their period is in nanoseconds
 
@@ -31,7 +32,12 @@ class _Record:
         self.line_no, self.comm, self.pid, self.tid = line_no, comm, pid, tid
         self.event, self.period = event, period
         self.pname = comm.replace(" ", "_")
-        self.frames: list[str] = []  # root first
+        self.lines: list[list[str]] = []  # each stack line's frames, leaf line first
+
+    @property
+    def frames(self) -> list[str]:
+        """Root first: the lines reversed, each line's own frames (an inlined chain) in order."""
+        return [f for line in reversed(self.lines) for f in line]
 
 
 def _header(line: str, line_no: int) -> _Record | None:
@@ -113,7 +119,7 @@ def _records(text: str, limits: Limits):  # type: ignore[no-untyped-def]
             )
         frames += len(found)
         limits.check("frames", frames)
-        record.frames[:0] = found
+        record.lines.append(found)
     if record is not None:
         yield record
 
@@ -153,7 +159,7 @@ def convert(text: str, limits: Limits) -> bytes:
             columns[(event, True)] = len(types)
             unit = "nanoseconds" if names[event].split(":")[0] in CLOCKS else "count"
             types.append((f"{names[event]}_period", unit))
-    profile = StackProfile(types, limits)
+    profile = StackProfile(types, limits, format=FORMAT)
     first = events[0]
     profile.default_sample_type = types[columns.get((first, True), columns[(first, False)])][0]
     for r in records:

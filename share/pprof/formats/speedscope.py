@@ -44,7 +44,8 @@ def _number(value: Any, where: str) -> float:
 
 
 def convert(document: dict, limits: Limits) -> bytes:
-    frames = (document.get("shared") or {}).get("frames")
+    shared = document.get("shared")
+    frames = shared.get("frames") if isinstance(shared, dict) else None
     profiles = document.get("profiles")
     if not isinstance(frames, list):
         raise _bad("shared.frames", "missing or not a list")
@@ -55,11 +56,11 @@ def convert(document: dict, limits: Limits) -> bytes:
         if not isinstance(p, dict):
             raise _bad(f"profiles[{i}]", "not an object")
         unit = p.get("unit", "none")
-        if unit not in UNITS:
+        if not isinstance(unit, str) or unit not in UNITS:
             raise _bad(f"profiles[{i}].unit", f"{unit!r} is not one of {', '.join(UNITS)}")
         kinds.append(UNITS[unit])
     types = list(dict.fromkeys((name, unit) for name, unit, _ in kinds))
-    profile = StackProfile(types, limits)
+    profile = StackProfile(types, limits, format=FORMAT)
     locations: dict[int, int] = {}
 
     def location(index: Any, where: str) -> int:

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ...errors import BadProfile
 from .._proto import profile_pb2
 from ..limits import Limits
+
+INT64 = range(-(1 << 63), 1 << 63)
 
 
 class StackProfile:
@@ -22,7 +25,9 @@ class StackProfile:
         limits: Limits,
         period_type: tuple[str, str] | None = None,
         period: int = 0,
+        format: str = "profile",  # noqa: A002 - the format's name, for messages
     ) -> None:
+        self.format = format
         self.sample_types = list(sample_types)
         self.limits, self.period_type, self.period = limits, period_type, period
         self.strings: dict[str, int] = {"": 0}
@@ -43,6 +48,8 @@ class StackProfile:
 
     def location(self, name: str, file: str = "", line: int = 0) -> int:
         """The id of the location of this frame (a new function and location if new)."""
+        if line not in INT64:
+            raise BadProfile(f"{self.format}: line number {line} of {name!r} is out of range")
         fkey = (self.string(name), self.string(file))
         fid = self.functions.get(fkey)
         if fid is None:
@@ -65,6 +72,8 @@ class StackProfile:
         """One sample: location ids root first, a value per sample type, its labels."""
         key = (tuple(stack), tuple(labels), tuple(num_labels))
         summed = self.samples.get(key)
+        if any(v not in INT64 for v in values):
+            raise BadProfile(f"{self.format}: a sample's value is out of range: {list(values)}")
         if summed is None:
             self.frames += len(stack)
             self.limits.check("frames", self.frames)
@@ -73,6 +82,8 @@ class StackProfile:
         else:
             for i, v in enumerate(values):
                 summed[i] += v
+                if summed[i] not in INT64:
+                    raise BadProfile(f"{self.format}: the values of one stack add up past 2^63")
 
     def encode(self) -> bytes:
         """profile.proto bytes: stacks leaf first, as pprof stores them."""

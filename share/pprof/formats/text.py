@@ -1,7 +1,7 @@
 """Reading uploaded text as Go's bufio.Scanner and strconv read it, with linear-time regexes.
 
 Text is decoded as latin-1 (one character per byte), so any bytes survive and RE2's ASCII classes
-match what Go's do; names go back to their bytes through raw(). Every regex here is RE2.
+match what Go's do; model.encode writes the strings back as those bytes. Every regex here is RE2.
 """
 
 from __future__ import annotations
@@ -25,11 +25,6 @@ TOO_LONG = "bufio.Scanner: token too long"
 
 def latin1(data: bytes) -> str:
     return data.decode("latin-1")
-
-
-def raw(text: str) -> str:
-    """A latin-1 decoded string as the UTF-8 text of its bytes (invalid bytes kept as escapes)."""
-    return text.encode("latin-1").decode("utf-8", "surrogateescape")
 
 
 def compile(pattern: str) -> re2._Regexp:  # noqa: A001

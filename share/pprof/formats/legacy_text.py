@@ -272,8 +272,8 @@ def parse_contention(data: bytes, limits: Limits) -> tuple[Profile, str]:
             break
     s.check()
     additional_sections(p, s)
-    kind = "Go mutex/block (debug=1)" if first.startswith("--- m") else "legacy contention"
-    return p, "Go contention (debug=1)" if first.startswith("--- contention:") else kind
+    kinds = {"--- m": "Go mutex (debug=1)", "--- contention:": "Go block (debug=1)"}
+    return p, next((v for k, v in kinds.items() if first.startswith(k)), "legacy contention")
 
 
 def _contention_sample(line: str, period: int, cpu_hz: int) -> tuple[list[int], list[int]]:

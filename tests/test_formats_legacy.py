@@ -5,6 +5,7 @@ and `go tool pprof` on the link prints the same (the stored protobuf is pprof's 
 from __future__ import annotations
 
 import csv
+import random
 
 import pytest
 import requests
@@ -90,3 +91,59 @@ def test_what_pprof_refuses_keeps_its_reason(live_server: str) -> None:
     dump = CORPUS / "invalid/legacy/go-runtime/goroutine-debug2.txt"
     reply = requests.post(live_server, data=dump.read_bytes())
     assert reply.status_code == 400 and "debug=2" in reply.text
+
+
+DIFFERENTIAL = 160  # mutated legacy files, each read by go tool pprof and by us
+
+
+def test_mutated_legacy_files_are_read_as_go_tool_pprof_reads_them(go_pool, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Differential fuzz: where pprof's legacy parsers fail with a reason, so do we, with that
+    reason; where pprof reads the file, our -top text is its -top text. (A file no legacy
+    parser recognises may still be another format of ours, e.g. folded stacks.)"""
+    from test_formats_fuzz import mutate_bytes
+
+    from share import pprof
+    from share.analysis import text
+    from share.analysis.graph import graph
+    from share.analysis.tables import tables
+    from share.analysis.top import top
+    from share.errors import BadProfile
+
+    rng = random.Random(7)
+    seeds = [CORPUS / r["path"] for r in LEGACY]
+    cases = []
+    for k in range(DIFFERENTIAL):
+        path = tmp_path / f"mutated-{k}"
+        path.write_bytes(mutate_bytes(rng, rng.choice(seeds).read_bytes()))
+        cases.append((path, go_pool.submit(["-top", "-nodefraction=0", str(path)])))
+    compared = refused = 0
+    for path, future in cases:
+        go = future.result()
+        stderr = go.stderr.decode("utf-8", "replace")
+        try:
+            parsed = pprof.parse(path.read_bytes(), max_profile_bytes=1 << 26)
+        except BadProfile as err:
+            assert go.returncode != 0, (path, err.message)
+            reason = stderr.split("parsing profile: ", 1)[1].splitlines()[0]
+            # pprof names no reason for these; ours says what the file is instead
+            anything = ("unrecognized profile format", "empty input file")
+            assert reason in err.message or reason in anything, (path, stderr)
+            refused += 1
+            continue
+        if go.returncode != 0:
+            # Only what no legacy parser recognised (our other formats), or an empty profile.
+            assert "unrecognized profile format" in stderr or "has no samples" in stderr, path
+            continue
+        tab = tables(parsed)
+        t = top(graph(tab, tab.sample_index(None)))
+        ours = text.top_text(
+            t.header,
+            t.total,
+            t.rows,
+            orig_count=t.orig_count,
+            dropped_nodes=t.dropped_nodes,
+            node_cutoff=t.node_cutoff_label,
+        )
+        assert ours == go.stdout.decode("utf-8", "replace"), path
+        compared += 1
+    assert compared > DIFFERENTIAL // 3 and refused > 0

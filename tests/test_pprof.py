@@ -108,6 +108,18 @@ def test_specific_messages(path: str, words: str) -> None:
     assert words in error(read(path)).message
 
 
+@pytest.mark.parametrize("row", CONVERTED, ids=[r["path"] for r in CONVERTED])
+def test_converted_corpus_file_parses_with_manifest_counts(row: dict[str, str]) -> None:
+    p = parse(read(row["path"]))
+    assert f"converted_from: {p.converted_from};" in row["note"]
+    assert ",".join(f"{t}/{u}" for t, u in p.sample_types()) == row["sample_types"]
+    assert (p.n_samples, p.n_locations, p.n_functions) == (
+        int(row["n_samples"]),
+        int(row["n_locations"]),
+        int(row["n_functions"]),
+    )
+
+
 @pytest.mark.parametrize(
     ("path", "origin"),
     [

@@ -61,6 +61,14 @@ def test_a_file_and_its_crlf_and_utf16_copies_are_one_profile(app) -> None:  # t
     assert len({r.text for r in replies}) == 1
 
 
+def test_gzipped_text_is_inflated_then_converted(app) -> None:  # type: ignore[no-untyped-def]
+    client = app.test_client()
+    data = (DATA / "flamegraph/perf-dd-stacks-01.txt").read_bytes()
+    plain = client.post("/", data=data)
+    zipped = client.post("/", data=gzip.compress(data))
+    assert (plain.status_code, zipped.status_code) == (201, 200) and plain.text == zipped.text
+
+
 def test_strip_applies_to_the_conversion(app) -> None:  # type: ignore[no-untyped-def]
     client = app.test_client()
     data = (DATA / "flamegraph/perf-iperf-stacks-pidtid-01.txt").read_bytes()

@@ -96,13 +96,15 @@ def mutate_json(rng: random.Random, doc: object) -> object:
     return doc
 
 
-def check(data: bytes) -> None:
+def check(data: bytes, seconds: float = 10) -> None:
+    """Converted or refused with a message, within seconds: a super-linear blowup on the slow
+    inputs takes minutes, while the machine's load (2 shared cores) can triple honest times."""
     start = time.monotonic()
     try:
         pprof.parse(data, max_profile_bytes=16 << 20, limits=LIMITS)
     except (BadProfile, TooLarge) as err:
         assert err.message.strip() and "Traceback" not in err.message
-    assert time.monotonic() - start < 5, data[:200]
+    assert time.monotonic() - start < seconds, data[:200]
 
 
 @pytest.mark.parametrize("seed", SEEDS, ids=lambda p: p.name)
@@ -155,7 +157,7 @@ SLOW = {
 
 @pytest.mark.parametrize("name", SLOW, ids=list(SLOW))
 def test_inputs_built_to_be_slow_are_fast(name: str) -> None:
-    check(SLOW[name])
+    check(SLOW[name], seconds=30)
 
 
 def test_mutated_uploads_are_never_a_5xx(tmp_path: Path) -> None:

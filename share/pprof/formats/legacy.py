@@ -86,6 +86,9 @@ def _cpu_samples(w: _Words, adjust: bool, p: Profile, limits: Limits) -> dict[in
 def parse_cpu(data: bytes, limits: Limits) -> tuple[Profile, str]:
     """parseCPU: the five-word header in the first byte order and width that fits."""
     for code, big in _WIDTHS:
+        size = array.array(code).itemsize
+        if len(data) < 5 * size or any(data[:size]) or data[size : 2 * size] == bytes(size):
+            continue  # not the header (0, 3, ...): the whole file is read in this order below
         w = _Words(data, code, big)
         head = [w.next() for _ in range(5)]
         if w.nil or head[0] != 0 or head[1] != 3 or head[3] == 0 or head[4] != 0:
@@ -190,9 +193,10 @@ PARSERS = [
 def convert(data: bytes, limits: Limits) -> tuple[bytes, str] | None:
     """(profile.proto bytes, what it was) as pprof's parseLegacy reads data; None when no legacy
     parser recognises it; ParseError with pprof's reason when the one that does fails."""
+    text = latin1(data)  # the text parsers' view of the bytes, decoded once
     for parser in PARSERS:
         try:
-            p, origin = parser(data, limits)
+            p, origin = parser(data, limits) if parser is parse_cpu else parser(text, limits)
         except Unrecognized:
             continue
         except ParseError as err:

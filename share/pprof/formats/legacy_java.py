@@ -7,7 +7,7 @@ from ..limits import Limits
 from .legacy_maps import parse_hex_addresses, remap_mapping_ids
 from .legacy_text import quo, scale_heap_sample
 from .model import Function, Line, Location, Profile, Sample
-from .text import ParseError, Unrecognized, compile, groups, latin1, parse_int, parse_uint
+from .text import ParseError, Unrecognized, compile, groups, parse_int, parse_uint
 from .text import trim as trim_space
 
 _ATTRIBUTE = compile(r"([\w ]+)=([\w ]+)")
@@ -27,9 +27,8 @@ def _lines(text: str) -> list[tuple[str, int]]:
     return out
 
 
-def parse_java(data: bytes, limits: Limits) -> tuple[Profile, str]:
+def parse_java(text: str, limits: Limits) -> tuple[Profile, str]:
     """parseJavaProfile: `--- heapz 1 ---` or `--- contentionz 1 ---`, attributes, samples."""
-    text = latin1(data)
     newline = text.find("\n")
     if newline < 0:
         raise Unrecognized

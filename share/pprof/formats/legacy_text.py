@@ -22,7 +22,6 @@ from .text import (
     compile,
     groups,
     is_space_or_comment,
-    latin1,
     parse_int,
     parse_uint,
     trim,
@@ -96,9 +95,9 @@ def _int(text: str, line: str, base: int = 10) -> int:
         ) from None
 
 
-def parse_go_count(data: bytes, limits: Limits) -> tuple[Profile, str]:
+def parse_go_count(text: str, limits: Limits) -> tuple[Profile, str]:
     """parseGoCount: `goroutine profile: total N`, then `N @ 0x... 0x...` lines."""
-    s = Scanner(latin1(data))
+    s = Scanner(text)
     while s.scan() and is_space_or_comment(s.text()):
         pass
     s.check()
@@ -128,9 +127,9 @@ def parse_go_count(data: bytes, limits: Limits) -> tuple[Profile, str]:
     return p, f"Go {kind} (debug=1)"
 
 
-def parse_heap(data: bytes, limits: Limits) -> tuple[Profile, str]:
+def parse_heap(text: str, limits: Limits) -> tuple[Profile, str]:
     """parseHeap: a heapz / heap_v2 / Go heap, growthz or fragmentationz text profile."""
-    s = Scanner(latin1(data))
+    s = Scanner(text)
     if not s.scan():
         s.check()
         raise Unrecognized
@@ -223,9 +222,9 @@ def _addresses(text: str, line: str) -> list[int]:
         raise ParseError(f"malformed sample: {line}: {err}") from None
 
 
-def parse_contention(data: bytes, limits: Limits) -> tuple[Profile, str]:
+def parse_contention(text: str, limits: Limits) -> tuple[Profile, str]:
     """parseContention: gperftools' contentionz, Go's `--- mutex:` / `--- contention:` text."""
-    s = Scanner(latin1(data))
+    s = Scanner(text)
     if not s.scan():
         s.check()
         raise Unrecognized
@@ -288,9 +287,9 @@ def _contention_sample(line: str, period: int, cpu_hz: int) -> tuple[list[int], 
     return [v2, v1], _addresses(m.group(3), line)
 
 
-def parse_thread(data: bytes, limits: Limits) -> tuple[Profile, str]:
+def parse_thread(text: str, limits: Limits) -> tuple[Profile, str]:
     """parseThread: a threadz profile, `--- Thread X (name: N/T) stack: ---` per thread."""
-    s = Scanner(latin1(data))
+    s = Scanner(text)
     while s.scan() and is_space_or_comment(s.text()):
         pass
     line = s.text()

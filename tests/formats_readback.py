@@ -36,7 +36,9 @@ _SAMPLE = re.compile(r"^ +(-?\d+(?: +-?\d+)*):((?: \d+)*) ?$")
 
 
 def go_raw_stacks(raw_text: str, column: int) -> Counter[str]:
-    """The same from `go tool pprof -raw` output (function names without spaces in files)."""
+    """The same from `go tool pprof -raw` output (function names without spaces in files).
+    -raw lists no sample without frames (they count in pprof's total all the same): compare
+    with framed(expected)."""
     lines = raw_text.splitlines()
     start, locs = lines.index("Locations"), {}
     for line in lines[start + 1 :]:
@@ -67,6 +69,11 @@ def folded(text: str, exact: bool = False) -> Counter[str]:
             stack, count = line.rsplit(" ", 1) if " " in line else ("", line)
             out[stack if exact else stack.rstrip()] += int(count)
     return _nonzero(out)
+
+
+def framed(counts: Counter[str]) -> Counter[str]:
+    """Counts without the stack of no frames, which `go tool pprof -raw` does not list."""
+    return Counter({k: v for k, v in counts.items() if k})
 
 
 def _nonzero(counts: Counter[str]) -> Counter[str]:

@@ -23,6 +23,7 @@ from share.pprof import parse as pprof_parse
 from formats_readback import (
     cpuprofile_expected,
     folded,
+    framed,
     go_raw_stacks,
     parse,
     speedscope_expected,
@@ -227,8 +228,16 @@ def test_go_tool_pprof_raw_reads_the_same_stacks(path: Path, go_pool, tmp_path: 
     assert done.returncode == 0, done.stderr
     text = done.stdout.decode("utf-8", "replace")
     for column, (name, _) in enumerate(p.sample_types()):
-        assert go_raw_stacks(text, column) == stacks(p, name)
+        assert go_raw_stacks(text, column) == framed(stacks(p, name))
     if p.converted_from == "folded":
         data = path.read_bytes()
         decoded = data.decode("utf-16") if data[:2] in (b"\xff\xfe", b"\xfe\xff") else data.decode()
-        assert go_raw_stacks(text, 0) == folded(decoded)
+        assert go_raw_stacks(text, 0) == framed(folded(decoded))
+
+
+@pytest.mark.go
+def test_samples_without_frames_count_in_go_tool_pprofs_total(go_pool, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    converted = tmp_path / "converted.pb"
+    converted.write_bytes(parse(b"main;a 3\n 2\n").raw)
+    done = go_pool.run(["-top", str(converted)])
+    assert " of 5 total" in done.stdout.decode()

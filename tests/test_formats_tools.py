@@ -18,6 +18,7 @@ from conftest import BIN, unavailable
 from formats_readback import (
     cpuprofile_expected,
     folded,
+    framed,
     go_raw_stacks,
     parse,
     speedscope_expected,
@@ -95,7 +96,7 @@ def test_node_cpu_prof(tmp_path: Path, go_pool) -> None:  # type: ignore[no-unty
     files = {p.string(f.filename) for f in p.message.function}
     assert any(f.endswith("work.js") for f in files)
     text = go_raw(go_pool, p.raw, tmp_path)
-    assert go_raw_stacks(text, 0) == count and go_raw_stacks(text, 1) == wall
+    assert go_raw_stacks(text, 0) == framed(count) and go_raw_stacks(text, 1) == framed(wall)
 
 
 def py_spy(tmp_path: Path, fmt: str) -> bytes:
@@ -115,7 +116,10 @@ def test_py_spy_raw(tmp_path: Path, go_pool) -> None:  # type: ignore[no-untyped
     assert p.converted_from == "folded"
     expected = folded(data.decode())
     assert stacks(p, "samples") == expected and any("fib (work.py:" in s for s in expected)
-    assert go_raw_stacks(go_raw(go_pool, p.raw, tmp_path), 0) == expected
+    assert go_raw_stacks(go_raw(go_pool, p.raw, tmp_path), 0) == framed(expected)
+    # py-spy writes samples it found no stack in as a count alone: pprof's total has them
+    top = go_pool.run(["-top", str(tmp_path / "converted.pb")]).stdout.decode()
+    assert f" of {sum(expected.values())} total" in top
 
 
 def test_py_spy_speedscope(tmp_path: Path, go_pool) -> None:  # type: ignore[no-untyped-def]
@@ -125,7 +129,7 @@ def test_py_spy_speedscope(tmp_path: Path, go_pool) -> None:  # type: ignore[no-
     expected = speedscope_expected(json.loads(data))
     (sample_type,) = p.sample_types()
     assert stacks(p, sample_type[0]) == expected and sum(expected.values()) > 0
-    assert go_raw_stacks(go_raw(go_pool, p.raw, tmp_path), 0) == expected
+    assert go_raw_stacks(go_raw(go_pool, p.raw, tmp_path), 0) == framed(expected)
 
 
 def test_perf_record_and_script(tmp_path: Path, go_pool) -> None:  # type: ignore[no-untyped-def]
@@ -150,4 +154,4 @@ def test_perf_record_and_script(tmp_path: Path, go_pool) -> None:  # type: ignor
     expected = folded(perl.stdout.decode("utf-8", "surrogateescape"), exact=True)
     assert stacks(p, "cpu-clock_period") == expected
     assert any(s.startswith("spin;") and s.endswith(";leaf") for s in expected)
-    assert go_raw_stacks(go_raw(go_pool, p.raw, tmp_path), 1) == expected
+    assert go_raw_stacks(go_raw(go_pool, p.raw, tmp_path), 1) == framed(expected)

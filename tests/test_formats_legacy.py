@@ -31,7 +31,7 @@ def test_every_legacy_kind_is_in_the_corpus() -> None:
     origins = {r["note"].split("converted_from: ")[1].split(";")[0] for r in LEGACY}
     assert {"legacy CPU", "legacy Java CPU", "legacy heap", "legacy thread"} <= origins
     assert {"legacy contention", "legacy Java heap", "legacy Java contention"} <= origins
-    assert {"Go goroutine (debug=1)", "Go threadcreate (debug=1)"} <= origins
+    assert {"Go goroutine (debug=1)", "Go threadcreate (debug=1)", "Go heap (debug=1)"} <= origins
 
 
 @pytest.fixture(scope="module")

@@ -123,7 +123,7 @@ def test_converted_corpus_file_parses_with_manifest_counts(row: dict[str, str]) 
 @pytest.mark.parametrize(
     ("path", "origin"),
     [
-        ("legacy/go-runtime/heap-debug1.txt", "legacy heap"),
+        ("legacy/go-runtime/heap-debug1.txt", "Go heap (debug=1)"),
         ("legacy/go-runtime/goroutine-debug1.txt", "Go goroutine (debug=1)"),
         ("legacy/google-pprof/cppbench.cpu", "legacy CPU"),
         ("legacy/google-pprof/java.heap", "legacy Java heap"),

@@ -135,9 +135,11 @@ def parse_heap(text: str, limits: Limits) -> tuple[Profile, str]:
         raise Unrecognized
     line = s.text()
     p = Profile(period_type=("space", "bytes"))
-    sampling, has_alloc = "", False
+    sampling, has_alloc, origin = "", False, "legacy heap"
     if _HEAP_HEADER.search(line):
         sampling, p.period, has_alloc = _heap_header(line)
+        if groups(_HEAP_HEADER.search(line))[5] == "heap":  # `@ heap/RATE`: Go's runtime
+            origin = "Go heap (debug=1)"
     elif _GROWTH_HEADER.search(line) or _FRAGMENTATION_HEADER.search(line):
         p.period = 1
     else:
@@ -162,7 +164,7 @@ def parse_heap(text: str, limits: Limits) -> tuple[Profile, str]:
         locs.add(Sample(locs.stack(addrs), values, num_labels={"bytes": [blocksize]}))
     s.check()
     additional_sections(p, s)
-    return p, "legacy heap"
+    return p, origin
 
 
 def _heap_header(line: str) -> tuple[str, int, bool]:

@@ -3,8 +3,9 @@
 #   base: what `make run` needs (the venv module, the DejaVu fonts of the preview images,
 #         Graphviz's dot for the call graph SVG, a C compiler for the decoder's compiled core,
 #         share/pprof/scan.c);
-#   test: also redis-server, Go (for `go tool pprof`), Chromium (browser tests) and npm (the
-#         speedscope package that the speedscope test serves locally);
+#   test: also redis-server, Go (for `go tool pprof`), Chromium (browser tests), npm (the
+#         speedscope package that the speedscope test serves locally), Node.js and perf (real
+#         .cpuprofile and perf script files to convert), perl (stackcollapse-perf.pl);
 #   load: wrk, for bench/load.py.
 set -euo pipefail
 want=()
@@ -18,6 +19,9 @@ if [ "${1:-base}" = test ]; then
   command -v go >/dev/null || want+=(golang-go)
   command -v chromium >/dev/null || want+=(chromium)
   command -v npm >/dev/null || want+=(npm)
+  command -v node >/dev/null || want+=(nodejs)
+  command -v perf >/dev/null || want+=(linux-perf)
+  command -v perl >/dev/null || want+=(perl)
 fi
 if [ "${1:-base}" = load ]; then
   command -v wrk >/dev/null || want+=(wrk)

@@ -15,6 +15,7 @@ export function renderMeta(rec) {
     items.push([label, value]);
   };
   const types = (rec.sample_types || []).map((t) => `${t.type}/${t.unit}`);
+  add("Converted from", rec.converted_from);
   add("Sample types", types.join(", "));
   add("Default type", rec.default_sample_type);
   if (m.period_type && (m.period_type.type || m.period_type.unit)) {

@@ -126,17 +126,17 @@ def test_upload_several_files_reports_each(live_server: str, tmp_path: Path) -> 
     good = [tmp_path / "a.pb.gz", tmp_path / "b.pb.gz"]
     for path in good:
         path.write_bytes(unique_profile())
-    bad = CORPUS / "invalid" / "folded-stacks.txt"
+    bad = CORPUS / "invalid" / "json.json"
     result = cli("upload", str(good[0]), str(bad), str(good[1]), server=live_server)
     assert result.returncode == 1
     links = result.stdout.split()
     assert len(links) == 2 and links[0] != links[1]
-    errors = [line for line in result.stderr.splitlines() if "folded-stacks.txt" in line]
+    errors = [line for line in result.stderr.splitlines() if "json.json" in line]
     assert len(errors) == 1
 
 
 @pytest.mark.parametrize(
-    "name", ["invalid/folded-stacks.txt", "invalid/random-bytes.bin", "invalid/empty.bin"]
+    "name", ["invalid/json.json", "invalid/random-bytes.bin", "invalid/empty.bin"]
 )
 def test_rejected_file_exits_non_zero_with_the_servers_message(live_server: str, name: str) -> None:
     path = CORPUS / name

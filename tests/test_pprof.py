@@ -21,7 +21,8 @@ CORPUS = Path(__file__).parent / "corpus"
 with open(CORPUS / "MANIFEST.tsv", newline="") as _f:
     ROWS = list(csv.DictReader(_f, delimiter="\t"))
 VALID = [r for r in ROWS if r["valid"] == "yes"]
-INVALID = [r for r in ROWS if r["valid"] != "yes"]
+INVALID = [r for r in ROWS if r["valid"] == "no"]
+CONVERTED = [r for r in ROWS if r["valid"] == "converted" or r["path"].startswith("legacy/")]
 SMALL_VALID = [r for r in VALID if int(r["bytes"]) < 100_000]
 LIMIT = 64 * 1024 * 1024
 
@@ -68,7 +69,6 @@ def test_invalid_corpus_file_is_refused_with_a_message(row: dict[str, str]) -> N
         ("invalid/empty.bin", "empty file"),
         ("invalid/image.png", "PNG image"),
         ("invalid/json.json", "JSON, not a pprof profile"),
-        ("invalid/folded-stacks.txt", "folded stacks"),
         ("invalid/perf-data-header.data", "perf_to_profile"),
         ("invalid/gzip-bad-crc.pb.gz", "gzip checksum mismatch"),
         ("invalid/gzip-truncated-half.pb.gz", "gzip data is truncated"),
@@ -83,12 +83,11 @@ def test_invalid_corpus_file_is_refused_with_a_message(row: dict[str, str]) -> N
         ("invalid/wire-unknown-wiretype-group.pb", "unknown wire type 3"),
         ("invalid/wire-bad-varint.pb", "bad varint"),
         ("invalid/wire-length-overflow.pb", "truncated"),
-        ("invalid/legacy/go-runtime/heap-debug1.txt", "legacy text heap profile"),
-        ("invalid/legacy/go-runtime/goroutine-debug1.txt", "without ?debug=1"),
         ("invalid/legacy/go-runtime/goroutine-debug2.txt", "goroutine stack dump (debug=2)"),
-        ("invalid/legacy/google-pprof/cppbench.cpu", "legacy gperftools CPU profile"),
-        ("invalid/legacy/google-pprof/java.heap", "legacy Java profile"),
-        ("invalid/legacy/google-pprof/cppbench.thread", "legacy thread profile"),
+        (
+            "invalid/legacy/google-pprof/7e3c92482f6f39fc502b822ded792c589849cca8",
+            "parsing profile: parsing sample 0 0 @ 0: second value must be non-zero",
+        ),
         ("invalid/rule-string-table-0-not-empty.pb.gz", "string_table[0] must be the empty"),
         (
             "invalid/rule-string-index-out-of-range.pb.gz",
@@ -107,6 +106,35 @@ def test_invalid_corpus_file_is_refused_with_a_message(row: dict[str, str]) -> N
 )
 def test_specific_messages(path: str, words: str) -> None:
     assert words in error(read(path)).message
+
+
+@pytest.mark.parametrize("row", CONVERTED, ids=[r["path"] for r in CONVERTED])
+def test_converted_corpus_file_parses_with_manifest_counts(row: dict[str, str]) -> None:
+    p = parse(read(row["path"]))
+    assert f"converted_from: {p.converted_from};" in row["note"]
+    assert ",".join(f"{t}/{u}" for t, u in p.sample_types()) == row["sample_types"]
+    assert (p.n_samples, p.n_locations, p.n_functions) == (
+        int(row["n_samples"]),
+        int(row["n_locations"]),
+        int(row["n_functions"]),
+    )
+
+
+@pytest.mark.parametrize(
+    ("path", "origin"),
+    [
+        ("legacy/go-runtime/heap-debug1.txt", "Go heap (debug=1)"),
+        ("legacy/go-runtime/goroutine-debug1.txt", "Go goroutine (debug=1)"),
+        ("legacy/google-pprof/cppbench.cpu", "legacy CPU"),
+        ("legacy/google-pprof/java.heap", "legacy Java heap"),
+        ("legacy/google-pprof/cppbench.thread", "legacy thread"),
+        ("formats/folded-stacks.txt", "folded"),
+    ],
+)
+def test_formats_pprof_refuses_as_protobuf_are_converted(path: str, origin: str) -> None:
+    """Once 400s with a conversion hint; now converted (tests/test_formats_*.py check how)."""
+    p = parse(read(path))
+    assert p.converted_from == origin and not p.was_gzip
 
 
 def test_html_page_is_named() -> None:

@@ -105,6 +105,15 @@ def test_readme_commands_work_as_they_stand(live_server, fake_pprof_endpoint, tm
         pytest.fail("curl is needed for this test")
     shutil.copy(CORPUS / "go-runtime/cpu-small.pb.gz", tmp_path / "cpu.pb.gz")
     shutil.copy(CORPUS / "go-runtime/heap.pb.gz", tmp_path / "heap.pb.gz")
+    # The other formats' examples (see tests/data/*/README.md for where they come from).
+    data = Path(__file__).parent / "data"
+    shutil.copy(data / "flamegraph/perf-dd-stacks-01.txt", tmp_path / "out.perf")
+    shutil.copy(CORPUS / "formats/folded-stacks.txt", tmp_path / "out.folded")
+    shutil.copy(data / "speedscope/Chrome_65_simple.cpuprofile", tmp_path / "app.cpuprofile")
+    shutil.copy(
+        data / "speedscope/0.6.0_two-sampled.speedscope.json",
+        tmp_path / "profile.speedscope.json",
+    )
     ran_cli = False
     shared = upload_unique(live_server)
     collection = new_collection(live_server, members=True)

@@ -164,14 +164,14 @@ def test_progress_bar_while_a_large_profile_uploads(live_server: str, page) -> N
 
 
 def test_invalid_file_shows_the_servers_message_inline(live_server: str, page) -> None:  # type: ignore[no-untyped-def]
-    bad = (CORPUS / "invalid" / "folded-stacks.txt").read_bytes()
+    bad = (CORPUS / "invalid" / "json.json").read_bytes()
     expected = server_error(live_server, bad)
     page.goto(live_server + "/")
-    drop(page, [("folded-stacks.txt", bad)])
+    drop(page, [("json.json", bad)])
     line = page.locator("#results li.error")
     line.wait_for(timeout=30_000)
     page.screenshot(path=ARTIFACTS / "error.png")
-    assert line.locator(".name").inner_text() == "folded-stacks.txt"
+    assert line.locator(".name").inner_text() == "json.json"
     assert line.locator(".outcome").inner_text() == expected
     assert page.url == live_server + "/"
     assert page.locator("#progress").is_hidden()

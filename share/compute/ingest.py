@@ -54,6 +54,7 @@ def summarize(parsed: pprof.ParsedProfile) -> dict[str, Any]:
         "kind": profile_kind.of_profile(parsed),
         # pprof's total of each sample type (sum of |value|): a collection's timeline plots it.
         "totals": [int(x) for x in abs(parsed.values).sum(axis=0, dtype="int64")],
+        "converted_from": parsed.converted_from,  # None: uploaded as a pprof protobuf
         "mappings": [
             {
                 "filename": string(m.filename),

@@ -2,9 +2,10 @@
 
 Owns everything about the format: gzip inflation within a size limit (inflate), protobuf decoding
 as Go decodes (decode, scan with its compiled scan.c, wire, schema, columns, _proto),
-google/pprof's validity rules (rules), naming files that are not profiles (sniff), the pipeline
-that runs them in order (parse), and the rewrite that removes what an uploader chose not to
-share (strip).
+google/pprof's validity rules (rules), converting the other profile formats people have into
+protobufs (formats: pprof's legacy parsers, folded stacks, perf script, .cpuprofile,
+speedscope), naming files that are not profiles (sniff), the pipeline that runs them in order
+(parse), and the rewrite that removes what an uploader chose not to share (strip).
 It imports nothing from share but share.errors: every other package may import it.
 """
 

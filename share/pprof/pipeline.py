@@ -3,9 +3,10 @@
 parse() is the pipeline, one stage per module, none calling back up:
 inflate (gunzip every member within the size limit) -> decode (the compiled scan.c, else upb,
 with wire.py's exact copy of Go's decoder where upb would read the bytes differently) -> rules
-(pprof's checks, in bulk) -> ParsedProfile. A file that fails is shown to sniff, which names
-what it is if it is something else (a legacy text profile, perf.data, JSON, HTML...) and says
-how to get a protobuf.
+(pprof's checks, in bulk) -> ParsedProfile. A file that is not a protobuf is shown to formats,
+which converts what it reads (pprof's legacy formats, perf script, folded stacks, .cpuprofile,
+speedscope) into a protobuf parsed in turn; else to sniff, which names what it is if it is
+something else (perf.data, JSON, HTML...) and says how to get a protobuf.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import BadProfile
+from . import formats
 from .decode import decode, full_message
 from .inflate import GZIP_MAGIC, gunzip, too_large
 from .limits import NO_LIMITS, Limits
@@ -23,6 +25,8 @@ from .rules import explain, fast_ok
 from .sniff import describe
 
 __all__ = ["ParsedProfile", "parse"]
+
+_CONCATENATED = "profiles concatenated"  # pprof tries no legacy parser on those
 
 
 @dataclass(eq=False)
@@ -43,6 +47,7 @@ class ParsedProfile:
     values: np.ndarray = field(repr=False)
     _message: Any = field(default=None, repr=False)  # see message
     _unknown: bool = field(default=False, repr=False)  # raw holds fields Go skips
+    converted_from: str | None = None  # the format raw was converted from ("perf script")
 
     @property
     def message(self) -> Any:
@@ -117,6 +122,11 @@ def parse(data: bytes, *, max_profile_bytes: int, limits: Limits = NO_LIMITS) ->
                 message = full_message(raw, tables.has_unknown)
             explain(message)
     except BadProfile as err:
+        converted = None if _CONCATENATED in err.message else formats.convert(raw, limits)
+        if converted is not None:
+            parsed = parse(converted.data, max_profile_bytes=max_profile_bytes, limits=limits)
+            parsed.converted_from = converted.origin
+            return parsed
         what = describe(raw)
         if what is None:
             raise

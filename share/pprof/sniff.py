@@ -1,4 +1,8 @@
-"""Name what an upload is when it is not a pprof profile, so the error tells the user what to do."""
+"""Name what an upload is when it is not a pprof profile, so the error tells the user what to do.
+
+Formats that share.pprof.formats converts never get here: a legacy header seen here is on a
+file that google/pprof's legacy parsers do not recognise either.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,10 @@ import json
 import re
 import struct
 
-_CONVERT = "convert it with `go tool pprof -proto <binary> <file> > profile.pb.gz` and upload that"
+_CONVERT = (
+    "but google/pprof's legacy parsers do not read this one either (parsing profile: "
+    "unrecognized profile format)"
+)
 _GO_TEXT = "fetch {path} without ?debug={n} to get the protobuf profile"
 
 # (magic prefix, what the file is)
@@ -59,20 +66,25 @@ _TEXT: list[tuple[re.Pattern[str], str]] = [
     ),
     (
         re.compile(r"heap profile: .*@ *(heapz?[_a-z0-9]*|growthz?|fragmentationz?)"),
-        f"this is a legacy gperftools heap profile (text): {_CONVERT}",
+        f"this looks like a legacy gperftools heap profile (text), {_CONVERT}",
     ),
     (
         re.compile(r"--- (heapz|contentionz|cpuz) \d+ ---\s*\n(format = java)"),
-        f"this is a legacy Java profile (text): {_CONVERT}",
+        f"this looks like a legacy Java profile (text), {_CONVERT}",
     ),
-    (re.compile(r"--- heapz \d+ ---"), f"this is a legacy heapz profile (text): {_CONVERT}"),
+    (
+        re.compile(r"--- heapz \d+ ---"),
+        f"this looks like a legacy heapz profile (text), {_CONVERT}",
+    ),
     (
         re.compile(r"--- contentionz? \d+ ---"),
-        f"this is a legacy contention profile (text): {_CONVERT}",
+        f"this looks like a legacy contention profile (text), {_CONVERT}",
     ),
-    (re.compile(r"--- threadz \d+ ---"), f"this is a legacy thread profile (text): {_CONVERT}"),
+    (
+        re.compile(r"--- threadz \d+ ---"),
+        f"this looks like a legacy thread profile (text), {_CONVERT}",
+    ),
 ]
-_FOLDED_LINE = re.compile(r"\S.*\s\d+")
 _HTML = re.compile(r"\s*(<!--.*?-->\s*)*<(!doctype html|html|head|body)\b", re.I | re.S)
 
 
@@ -100,7 +112,7 @@ def _binary_cpu(data: bytes) -> str | None:
             n1, n2, n3, n4, n5 = struct.unpack_from(fmt, data)
             if n1 == 0 and n2 == 3 and n3 in (0, 1) and n4 > 0 and n5 == 0:
                 kind = "Java" if n3 == 1 else "gperftools"
-                return f"this is a legacy {kind} CPU profile (binary): {_CONVERT}"
+                return f"this looks like a legacy {kind} CPU profile (binary), {_CONVERT}"
     return None
 
 
@@ -131,14 +143,12 @@ def describe(data: bytes) -> str | None:
         except ValueError:
             pass
         else:
-            return "this is JSON, not a pprof profile (pprof profiles are protobuf, often gzipped)"
-    lines = [line for line in text.splitlines() if line.strip()]
-    if lines and all(_FOLDED_LINE.fullmatch(line) for line in lines[:-1] or lines):
-        return (
-            "looks like folded stacks text; pprof-share takes pprof protobuf profiles "
-            "(record with a pprof-capable profiler, or `go tool pprof -proto`)"
-        )
+            return (
+                "this is JSON, not a pprof profile (pprof profiles are protobuf, often gzipped), "
+                "nor a .cpuprofile or speedscope file"
+            )
     return (
         "this is a text file, not a pprof profile: pprof-share takes protobuf profiles "
-        "(usually .pb.gz) such as Go's /debug/pprof endpoints write"
+        "(usually .pb.gz) such as Go's /debug/pprof endpoints write, the legacy formats pprof "
+        "reads, folded stacks, perf script output, .cpuprofile and speedscope JSON"
     )

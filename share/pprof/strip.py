@@ -131,7 +131,9 @@ def strip(parsed: ParsedProfile, spec: StripSpec) -> ParsedProfile:
         return parsed
     _compact_strings(message, table)
     raw = message.SerializeToString()
-    return parse(raw, max_profile_bytes=len(raw) + 1)
+    stripped = parse(raw, max_profile_bytes=len(raw) + 1)
+    stripped.converted_from = parsed.converted_from  # still what the upload was
+    return stripped
 
 
 def _drop_types(message: Any, parsed: ParsedProfile, types: set[str]) -> bool:

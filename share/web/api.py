@@ -73,6 +73,8 @@ def record_json(record: Record) -> dict[str, Any]:
         "n_functions": record.n_functions,
         "metadata": record.metadata,
         "kind": record_kind(record),
+        # what the upload was before it became this protobuf ("perf script"); null: a protobuf
+        "converted_from": record.metadata.get("converted_from"),
     }
 
 

@@ -118,6 +118,10 @@ def dot_plain(pid: str) -> Response:
     return view(pid, "dot", warnings=True)
 
 
+def folded_plain(pid: str) -> Response:
+    return view(pid, "folded", warnings=True)
+
+
 def graph_svg(pid: str) -> Response:
     return view(pid, "svg")
 

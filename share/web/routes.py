@@ -38,6 +38,7 @@ ROUTES: list[tuple[str, list[str], Callable[..., object]]] = [
     ("/<pid:pid>/tags", GET, reports.tags_plain),
     ("/<pid:pid>/dot", GET, reports.dot_plain),
     ("/<pid:pid>/graph.svg", GET, reports.graph_svg),
+    ("/<pid:pid>/folded", GET, reports.folded_plain),  # folded stacks, for flamegraph.pl
     ("/api/v1/profiles/<pid:pid>", GET, reports.record),
     ("/api/v1/profiles/<pid:pid>/progress", GET, api.progress),
     ("/api/v1/profiles/<pid:pid>/flamegraph", GET, reports.flamegraph),
@@ -65,6 +66,7 @@ ROUTES: list[tuple[str, list[str], Callable[..., object]]] = [
     ("/c/<cid:cid>/tags", GET, cviews.tags_plain),
     ("/c/<cid:cid>/dot", GET, cviews.dot_plain),
     ("/c/<cid:cid>/graph.svg", GET, cviews.graph_svg),
+    ("/c/<cid:cid>/folded", GET, cviews.folded_plain),
     ("/api/v1/collections/<cid:cid>", GET, capi.record),
     ("/api/v1/collections/<cid:cid>/members", GET, capi.members),
     ("/api/v1/collections/<cid:cid>/timeline", GET, capi.timeline_json),

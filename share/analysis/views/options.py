@@ -51,7 +51,7 @@ def resolve_sample(
 
 
 # Views of pprof's options beyond the flame graph and top (query.py parses them all).
-PPROF_VIEWS = ("peek", "peektext", "tags", "tagstext", "dot", "svg", "warnings", "search")
+PPROF_VIEWS = ("peek", "peektext", "tags", "tagstext", "dot", "svg", "warnings", "search", "folded")
 
 
 def parse(

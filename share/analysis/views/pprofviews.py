@@ -17,7 +17,7 @@ from ...pprof import ParsedProfile
 from ..flame import flame, zoom
 from ..model.graph import view_header
 from ..refine.refine import Spec
-from ..reports import dot, explore, peek, search, svg, tags
+from ..reports import dot, explore, folded, peek, search, svg, tags
 from . import diffview
 from .docs import encode, shown, top_doc_of
 
@@ -152,6 +152,10 @@ def search_json(profiles: Sequence[ParsedProfile], o: Mapping[str, Any]) -> byte
     return encode({**_common(rep), **search.search_doc(rep, o["q"], sides), "diff": s.diff})
 
 
+def folded_text(profiles: Sequence[ParsedProfile], o: Mapping[str, Any]) -> bytes:
+    return folded.folded_text(_report(profiles, o)).encode()
+
+
 def warnings_json(profiles: Sequence[ParsedProfile], o: Mapping[str, Any]) -> bytes:
     s, opts = subject(profiles, o)
     return encode({"warnings": explore.warnings(s.tables, opts)})
@@ -166,4 +170,5 @@ VIEWS: dict[str, tuple[Render, str]] = {
     "svg": (graph_svg, "image/svg+xml"),
     "warnings": (warnings_json, "application/json"),
     "search": (search_json, "application/json"),
+    "folded": (folded_text, "text/plain"),
 }

@@ -147,6 +147,10 @@ def dot_plain(cid: str) -> Response:
     return view(cid, "dot", warnings=True)
 
 
+def folded_plain(cid: str) -> Response:
+    return view(cid, "folded", warnings=True)
+
+
 def graph_svg(cid: str) -> Response:
     return view(cid, "svg")
 

@@ -103,10 +103,10 @@ def test_mutated_legacy_files_are_read_as_go_tool_pprof_reads_them(go_pool, tmp_
     from test_formats_fuzz import mutate_bytes
 
     from share import pprof
-    from share.analysis import text
-    from share.analysis.graph import graph
-    from share.analysis.tables import tables
-    from share.analysis.top import top
+    from share.analysis.measure import text
+    from share.analysis.model.graph import graph
+    from share.analysis.model.tables import tables
+    from share.analysis.reports.top import top
     from share.errors import BadProfile
 
     rng = random.Random(7)

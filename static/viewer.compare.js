@@ -314,6 +314,7 @@ class Compare {
     this.root.dataset.diff = fg.diff ? fg.diff_mode : "";
     if (!fg.diff) {
       if (legend) legend.hidden = true;
+      document.querySelector("#diff-head[data-stored]")?.remove(); // a collection's new selection
       return;
     }
     const repaint = () => graph.retheme();
@@ -325,8 +326,13 @@ class Compare {
       document.addEventListener("themechange", () => setTimeout(redraw));
     }
     if (this.totals) this.totals.textContent = diffTotalText(fg);
+    // A stored diff's note (a collection's selection may have one, then not): kept current.
+    const stored = document.querySelector("#diff-head[data-stored]");
+    if (stored && fg.diff_mode !== "labels") stored.remove();
+    else if (stored) stored.querySelector(".cmp-totals").textContent = diffTotalText(fg);
     if (fg.diff_mode === "labels" && !document.getElementById("diff-head")) {
       const note = el("section", { id: "diff-head", className: "cmp-head" });
+      note.dataset.stored = "1";
       const p = el("p", { className: "cmp-how" });
       note.append(p);
       p.append(

@@ -406,3 +406,25 @@ def test_another_kind_is_a_page_of_its_own(page, live_server):
     settled(page)
     assert page.input_value("#kind") == "cpu"
     assert page.console_errors == []
+
+
+def test_a_stored_diff_s_banner_follows_the_selection(live_server, page) -> None:  # type: ignore[no-untyped-def]
+    """A collection holding a stored diff (a pprof::base profile): its banner is there while
+    the selection has it, with the selection's totals, and goes when it has not."""
+    c = create(live_server, "with a stored diff")
+    add(live_server, c, (GO / "pprof-tool-diffbase-cpu.pb.gz").read_bytes(), T0, pod="a")
+    add(live_server, c, (GO / "cpu-small.pb.gz").read_bytes(), T0 + 60, pod="a")
+    add(live_server, c, (GO / "cpu-labels.pb.gz").read_bytes(), T0 + 120, pod="a")
+    link = f"{live_server}/c/{c['id']}"
+    open_collection(page, link)
+    whole = page.text_content("#diff-head .cmp-totals")
+    assert whole and whole == page.text_content("#total")
+    page.evaluate(
+        "u => { history.pushState(null, '', u); dispatchEvent(new PopStateEvent('popstate')); }",
+        f"{link}?from={T0 + 60}",
+    )
+    settled(page)
+    assert page.locator("#diff-head").count() == 0, "the banner stayed for a selection without it"
+    page.go_back()
+    settled(page)
+    assert page.text_content("#diff-head .cmp-totals") == whole

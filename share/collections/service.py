@@ -27,6 +27,7 @@ from .blocks import Blocks, Plan, digest
 ID_LENGTH = 12  # base64url characters: 72 random bits
 SELECTION_EXPIRY = "7d"  # a merged selection's profile (made again when gone)
 SELECTION_TITLE = "collection {cid}: {n} members"
+KINDS_KEPT = 1000  # collections whose default kind is remembered per process
 WARM_DELAY = 2.0  # seconds a warm-up waits for more adds, so a burst of adds is one warm-up
 
 
@@ -57,6 +58,7 @@ class Collections:
         self.max_members = share.settings["COLLECTION_MAX_MEMBERS"]
         self.blocks = Blocks(share, index, self.member_expiry)
         self._warming: dict[str, bool] = {}
+        self._kinds: dict[str, tuple[float | None, str | None]] = {}  # default_kind's answers
         self._lock = threading.Lock()
 
     def member_expiry(self, c: Collection) -> str:
@@ -214,8 +216,17 @@ class Collections:
 
     def default_kind(self, c: Collection) -> str | None:
         """The kind a view shows when kind= names none: the collection's most common, so
-        narrowing a selection never switches the kind under the viewer."""
-        return self.kind_of(self.members(c, sel.Selection()), None)
+        narrowing a selection never switches the kind under the viewer. Kept per collection
+        until its next add (last_add_at): every view of a page asks, and the answer needs
+        every member."""
+        known = self._kinds.get(c.id)
+        if known is not None and known[0] == c.last_add_at:
+            return known[1]
+        kind = self.kind_of(self.members(c, sel.Selection()), None)
+        if len(self._kinds) > KINDS_KEPT:
+            self._kinds.clear()
+        self._kinds[c.id] = (c.last_add_at, kind)
+        return kind
 
     def merged(self, c: Collection, s: sel.Selection, kind: str | None) -> tuple[str | None, Plan]:
         """The stored profile of the selection's members of one kind, and how it was made.

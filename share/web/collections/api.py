@@ -194,10 +194,7 @@ def timeline_json(cid: str) -> Response:
     c = collections().load(cid)
     s = sel.selection(request.args, collections().share.clock())
     found = collections().members(c, s)
-    whole = s.start is None and s.end is None and not s.matchers  # found is every member
-    kind = s.kind or (
-        collections().kind_of(found, None) if whole else collections().default_kind(c)
-    )
+    kind = s.kind or collections().default_kind(c)
     step_text = request.args.get("step")
     step = None
     if step_text:

@@ -345,3 +345,13 @@ def test_a_member_deleted_with_its_own_token_drops_out(client: Any) -> None:
         client, [keep.data.decode().strip().rsplit("/", 1)[1]]
     )  # noqa: E501
     assert len(members(client, cid)) == 1
+
+
+def test_the_record_s_first_kind_is_the_one_views_show(client: Any) -> None:
+    """With as many heap as cpu members, the page's kind list and the views agree."""
+    cid, token = create(client)
+    add(client, cid, token, unique_profile("tie-heap"), {"pod": "a"}, time.time() - 120)
+    add(client, cid, token, cpu("cpu-small"), {"pod": "a"}, time.time() - 60)
+    kinds = list(client.get(f"/api/v1/collections/{cid}").json["kinds"])
+    shown = client.get(f"/c/{cid}/top").headers["X-Collection-Kind"]
+    assert kinds == ["cpu", "heap"] and shown == kinds[0]

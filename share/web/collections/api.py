@@ -136,6 +136,11 @@ def member_doc(m: Member) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def by_count(counts: Counter[str]) -> dict[str, int]:
+    """Counts, the largest first, ties by name."""
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
 def record_doc(c: Collection, members: list[Member]) -> dict[str, Any]:
     """The collection as JSON: its record, and what its members hold."""
     url = link(c.id)
@@ -150,9 +155,10 @@ def record_doc(c: Collection, members: list[Member]) -> dict[str, Any]:
         "members": len(members),
         "from": rfc3339(members[0].time) if members else None,
         "to": rfc3339(members[-1].time) if members else None,
-        "kinds": dict(Counter(m.kind for m in members).most_common()),
+        # The first kind is the one views show without kind= (Collections.kind_of).
+        "kinds": by_count(Counter(m.kind for m in members)),
         "labels": {
-            k: dict(sorted(v.items(), key=lambda kv: (-kv[1], kv[0]))[:LABEL_VALUES])
+            k: dict(list(by_count(v).items())[:LABEL_VALUES])
             for k, v in sorted(labels.items())
         },
         "links": {

@@ -22,6 +22,7 @@ bench: test-deps $(VENV)/.installed-test
 	$(PY) bench/refine.py
 	$(PY) bench/paint.py
 	$(PY) bench/compare.py
+	$(PY) bench/collection.py
 
 load: test-deps $(VENV)/.installed-test
 	@bash .ci/system-deps.sh load

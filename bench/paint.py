@@ -9,13 +9,22 @@ The same is done, with fewer runs, for the link with every frame (`#all=1`, the 
 every frame"), which is not what the goal is about but shows how far the page stretches. Runs go
 round-robin over the profiles so that drift on a shared machine hits each one alike.
 
-    .venv/bin/python bench/paint.py [--runs 7] [--net-runs 3] [--full-runs 3]
+Then, as a teammate meets a link the moment it is pasted (issue 18's goals): upload start ->
+the flame graph painted, each upload a profile never seen before (a variant with one more
+string), opened in a fresh context as soon as the upload answers; against the same with
+SHARE_PRECOMPUTE=off (the peer, a second server started here). Goal: at most 1 s for the 6 MB
+labelled profile. And a first view 2 s after an upload: its server time (the Server-Timing
+header) and whether /metrics counted a cache hit; goal: a hit, at most 100 ms.
+
+    .venv/bin/python bench/paint.py [--runs 7] [--net-runs 3] [--full-runs 3] [--upload-runs 5]
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import os
+import re
 import socket
 import statistics
 import subprocess
@@ -33,6 +42,8 @@ BIN = Path(sys.executable).parent
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync"]
 GOAL_MS = 1000.0
+GOAL_UPLOAD_PAINT_MS = 1000.0  # upload start -> painted, 6 MB labelled profile, precompute on
+GOAL_FIRST_VIEW_MS = 100.0  # server time of a first view 2 s after its upload
 # A modest office or home link to a server elsewhere: latency is added to every request.
 NETWORK = {"latency": 40, "downloadThroughput": 20e6 / 8, "uploadThroughput": 5e6 / 8}
 NETWORK_TEXT = "40 ms of latency per request, 20 Mbit/s down"
@@ -58,6 +69,8 @@ TIMINGS_JS = """() => {
     drawn: mark("flame-drawn"),
     html: nav ? nav.responseEnd : null,
     json: res("/flamegraph").responseEnd,
+    json_server: ((res("/flamegraph").serverTiming || []).find((t) => t.name === "app") || {})
+      .duration,
     top: res("/top").responseEnd,
     setdata: Number(v.dataset.paintMs),
   };
@@ -100,14 +113,19 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def start_server(data: Path) -> tuple[str, subprocess.Popen[bytes]]:
-    """`pprof-share serve --workers 2` on a free port and fresh local stores: (base URL, proc)."""
+def start_server(data: Path, precompute: str = "off") -> tuple[str, subprocess.Popen[bytes]]:
+    """`pprof-share serve --workers 2` on a free port and fresh local stores: (base URL, proc).
+    Precompute is off unless asked: the paint phases measure a cold analysis on purpose."""
     port = free_port()
+    data.mkdir(parents=True, exist_ok=True)
     env = dict(
         os.environ,
         SHARE_BLOBS=f"file:{data}/blobs",
         SHARE_META=f"sqlite:{data}/meta.sqlite3",
         SHARE_PUBLIC_URL="",
+        SHARE_PRECOMPUTE=precompute,
+        SHARE_RATE_UPLOADS="off",
+        SHARE_RATE_UPLOAD_BYTES="off",
     )
     with open(data / "server.log", "wb") as log:
         proc = subprocess.Popen(
@@ -242,11 +260,112 @@ def report(items: list[Shared], elapsed: float) -> None:
     print(f"\ntotal bench time {elapsed:.0f}s")
 
 
+def variant(path: Path, k: int) -> bytes:
+    """The profile with one more, unreferenced string (field 6): a new id, the same views."""
+    extra = f"paint-bench-{time.time_ns()}-{k}".encode()
+    return gzip.compress(gzip.decompress(path.read_bytes()) + bytes([0x32, len(extra)]) + extra, 1)
+
+
+def view_hits(base: str) -> float:
+    text = requests.get(base + "/metrics", timeout=10).text
+    found = re.search(r'^share_view_cache_total\{result="hit"\} (\S+)$', text, re.M)
+    return float(found.group(1)) if found else 0.0
+
+
+def upload_to_paint(browser: Any, base: str, body: bytes) -> dict[str, float]:
+    """Upload start -> the flame graph painted, ms: the upload as curl sends it, then the link
+    opened in a fresh context as soon as the reply arrives."""
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    try:
+        page = context.new_page()
+        started = time.perf_counter()
+        res = requests.post(base + "/", data=body, timeout=120)
+        res.raise_for_status()
+        uploaded = time.perf_counter()
+        page.goto(res.text.strip(), wait_until="commit")
+        page.locator(f"{PAINTED}, {FAILED}").wait_for(state="attached", timeout=60_000)
+        done = time.perf_counter()
+        if page.locator(FAILED).count():
+            sys.exit(f"{res.text.strip()}: {page.locator('#status').text_content()}")
+        timings = page.evaluate(TIMINGS_JS)
+        return {
+            "total": (done - started) * 1000,
+            "upload": (uploaded - started) * 1000,
+            "json_server": timings.get("json_server") or 0.0,
+        }
+    finally:
+        context.close()
+
+
+def first_view_later(base: str, body: bytes) -> dict[str, float]:
+    """A first view 2 s after the upload: its server time and whether it was a cache hit."""
+    res = requests.post(base + "/", data=body, timeout=120)
+    res.raise_for_status()
+    pid = res.text.strip().rsplit("/", 1)[1]
+    time.sleep(2)
+    hits = view_hits(base)
+    view = requests.get(f"{base}/api/v1/profiles/{pid}/flamegraph", timeout=120)
+    view.raise_for_status()
+    return {
+        "server": float(view.headers["Server-Timing"].split("dur=")[1]),
+        "hit": float(view_hits(base) > hits),
+    }
+
+
+def first_visits(browser: Any, servers: dict[str, str], runs: int) -> dict[str, Any]:
+    """Per profile and precompute setting: upload->paint runs and first views 2 s later."""
+    found: dict[str, Any] = {}
+    items = [p for p in PROFILES if p.exists()]
+    bodies = {p: [variant(p, k) for k in range(2 * runs * len(servers))] for p in items}
+    for _ in range(runs):  # round-robin: drift on a shared machine hits each alike
+        for path in items:
+            for setting, base in servers.items():
+                row = found.setdefault((path.name, setting), {"paint": [], "later": []})
+                row["paint"].append(upload_to_paint(browser, base, bodies[path].pop()))
+                row["later"].append(first_view_later(base, bodies[path].pop()))
+    return found
+
+
+def report_first_visits(found: dict[Any, Any]) -> None:
+    print("\nupload start -> flame graph painted, ms (a new profile each time, opened at once)")
+    print(
+        f"{'profile':<24}{'precompute':<12}{'runs':>5}{'median':>8}{'min':>7}{'max':>7}"
+        f"{'upload':>8}{'json srv':>9}{'/1s':>6}   2 s later: server ms, cache hits"
+    )
+    for (name, setting), row in found.items():
+        total = [r["total"] for r in row["paint"]]
+        med = statistics.median(total)
+        later_ms = statistics.median(r["server"] for r in row["later"])
+        hits = sum(int(r["hit"]) for r in row["later"])
+        print(
+            f"{name:<24}{setting:<12}{len(total):>5}{med:>8.0f}{min(total):>7.0f}"
+            f"{max(total):>7.0f}{median(row['paint'], 'upload'):>8}"
+            f"{median(row['paint'], 'json_server'):>9}{med / GOAL_UPLOAD_PAINT_MS:>6.2f}"
+            f"   {later_ms:7.1f} ms, {hits}/{len(row['later'])} hits"
+        )
+    names = {name for name, _ in found}
+    for name in sorted(names):
+        on, off = found.get((name, "on")), found.get((name, "off"))
+        if on and off:
+            ratio = statistics.median(r["total"] for r in on["paint"]) / statistics.median(
+                r["total"] for r in off["paint"]
+            )
+            print(f"  {name}: with precompute / without = {ratio:.2f}")
+    print(
+        f"  goals: {GOAL_UPLOAD_PAINT_MS:.0f} ms upload->painted for the labelled profile; a "
+        f"first view 2 s later a cache hit of at most {GOAL_FIRST_VIEW_MS:.0f} ms server time."
+    )
+    print("  upload: until the link came back; json srv: the flame graph JSON's server time.")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7, help="loads of each default link")
     parser.add_argument("--net-runs", type=int, default=3, help="loads over the slower network")
     parser.add_argument("--full-runs", type=int, default=3, help="loads of each #all=1 link")
+    parser.add_argument(
+        "--upload-runs", type=int, default=5, help="uploads->paint per profile and setting"
+    )
     args = parser.parse_args()
     started = time.monotonic()
     items = [Shared(p) for p in PROFILES if p.exists()]
@@ -278,10 +397,19 @@ def main() -> None:
                         for view in it.views.values():
                             if rnd < view.wanted:
                                 view.runs.append(paint_once(browser, it, view))
+                first = {}
+                if args.upload_runs:
+                    on, on_proc = start_server(Path(tmp) / "precompute", precompute="on")
+                    try:
+                        first = first_visits(browser, {"on": on, "off": base}, args.upload_runs)
+                    finally:
+                        stop(on_proc)
                 browser.close()
         finally:
             stop(proc)
     report(items, time.monotonic() - started)
+    if first:
+        report_first_visits(first)
 
 
 if __name__ == "__main__":

@@ -38,6 +38,9 @@ DEFAULTS: dict[str, Any] = {
     "ANALYSIS_CACHE_BYTES": 512 * MiB,
     # How long a view that failed (too slow, too big) answers its failure without retrying.
     "ANALYSIS_FAILURE_SECONDS": 600,
+    # "on": right after an upload, compute the views its page asks for first (flame graph,
+    # top, summary) in the background, at lower priority than views someone waits for.
+    "PRECOMPUTE": "on",
     # Total bytes of cached views in the metadata store; least recently used go first.
     "VIEW_CACHE_BYTES": 256 * MiB,
     # Most elements one profile may hold (real ones hold ~10x less): refused at upload.
@@ -120,6 +123,15 @@ def parse_duration(text: str) -> int | None:
     return int(match.group(1)) * _UNITS[match.group(2)]
 
 
+def human_bytes(n: int) -> str:
+    """64 MiB, 512 KiB, 100 bytes: limits as people read them (parse_size the other way)."""
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            value = n / size
+            return f"{value:.0f} {unit}" if value == int(value) else f"{value:.1f} {unit}"
+    return f"{n} bytes"
+
+
 def parse_size(value: Any) -> int:
     """1048576, '512MiB', '2G', '64k' -> bytes (or a plain count). Raises ValueError."""
     if isinstance(value, int):
@@ -184,6 +196,10 @@ def load(environ: Mapping[str, str], overrides: Mapping[str, Any] | None = None)
             f"SHARE_ANALYSIS_WORKERS={settings['ANALYSIS_WORKERS']!r}: expected a number of "
             "processes (0: one per CPU)"
         ) from None
+    precompute = str(settings["PRECOMPUTE"]).strip().lower()
+    if precompute not in ("on", "off"):
+        raise ConfigError(f"SHARE_PRECOMPUTE={settings['PRECOMPUTE']!r}: expected on or off")
+    settings["PRECOMPUTE"] = precompute
     for name in _SECONDS_SETTINGS:
         try:
             settings[name] = float(settings[name])

@@ -16,8 +16,9 @@ from . import metrics, pprof
 from .compute.ingest import ID_LENGTH
 from .compute.merges import Merges
 from .compute.pool import AnalysisFailed, ComputePool, job_settings
+from .compute.precompute import Precompute
 from .compute.service import ViewService
-from .config import ConfigError, parse_duration
+from .config import ConfigError, human_bytes, parse_duration
 from .errors import Forbidden, Gone, NotFound, ShareError, StoreUnavailable, TooLarge
 from .store import locate
 from .store.blobs import BlobStore
@@ -48,15 +49,6 @@ def new_token() -> str:
 
 def token_hash(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
-
-
-def human_bytes(n: int) -> str:
-    """64 MiB, 512 KiB, 100 bytes: limits as people read them."""
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= size:
-            value = n / size
-            return f"{value:.0f} {unit}" if value == int(value) else f"{value:.1f} {unit}"
-    return f"{n} bytes"
 
 
 def open_share(
@@ -114,6 +106,7 @@ class Share:
         # Processes start on first use; one pool may serve several apps (tests share one).
         self.compute = compute if compute is not None else ComputePool(settings)
         self.views = ViewService(meta, self.compute, settings, clock=lambda: self.clock())
+        self.precompute = Precompute(self.views, enabled=settings.get("PRECOMPUTE") == "on")
         self.merges = Merges(self.compute, settings)
         self._job = job_settings(settings)
         self.leases = Leases(meta)
@@ -151,10 +144,12 @@ class Share:
         title: str = "",
         expires: str | None = None,
         strip: pprof.StripSpec | None = None,
+        precompute: bool = True,
     ) -> Upload:
         """Validate, deduplicate and store a profile; the blob is written before its record.
         With strip, what is stored (and hashed for the id) is the profile without those parts
-        (share.pprof.strip, applied in the compute process before hashing)."""
+        (share.pprof.strip, applied in the compute process before hashing). With precompute,
+        a new profile's first views are computed next, in the background (compute.precompute)."""
         limit = self.settings["MAX_UPLOAD_BYTES"]
         if len(data) > limit:
             raise TooLarge(
@@ -165,9 +160,13 @@ class Share:
         slot = self.compute.next_slot()
         facts = self._validate(data, slot, strip)
         try:
-            return self._store(facts, data, title, seconds, slot)
+            upload = self._store(facts, data, title, seconds, slot)
         except StoreUnavailable as exc:  # the blob may be written, never a record without it
             raise exc.nothing_stored() from exc
+        if upload.created and precompute:
+            record = upload.record
+            self.precompute.later(record.id, record.sample_types, record.default_sample_type)
+        return upload
 
     def _store(
         self, facts: dict[str, Any], data: bytes, title: str, seconds: int | None, slot: int

@@ -29,6 +29,12 @@ ANALYSIS_SECONDS = Histogram(
     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
 )
 VIEW_CACHE = Counter("share_view_cache", "View requests by cache result: hit, miss", ["result"])
+PRECOMPUTE = Counter(
+    "share_precompute",
+    "First views after uploads, by outcome: computed, skipped (cached, being computed, no idle "
+    "compute process), failed, dropped (the queue was full)",
+    ["outcome"],
+)
 STORE_ERRORS = Counter(
     "share_store_errors", "Store calls that failed or timed out, by store", ["store"]
 )
@@ -58,6 +64,10 @@ def analysis(view: str) -> Iterator[None]:
 
 def cache(hit: bool) -> None:
     VIEW_CACHE.labels("hit" if hit else "miss").inc()
+
+
+def precompute(outcome: str) -> None:
+    PRECOMPUTE.labels(outcome).inc()
 
 
 def store_error(store: str, _exc: BaseException | None = None) -> None:

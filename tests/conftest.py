@@ -213,7 +213,9 @@ def make_app(config: dict[str, Any]):  # type: ignore[no-untyped-def]
     """create_app(config) on the shared compute pool."""
     from share import create_app
 
-    return create_app({"COMPUTE": shared_pool(), **config})
+    # Off unless a test asks: tests count the computations they cause (test_precompute.py
+    # and the live servers' tests run it as it is deployed, on).
+    return create_app({"COMPUTE": shared_pool(), "PRECOMPUTE": "off", **config})
 
 
 @pytest.fixture

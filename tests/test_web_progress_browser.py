@@ -26,8 +26,9 @@ def post(url: str, data: bytes) -> str:
 
 
 def test_a_slow_first_view_shows_a_spinner_with_time_and_stage(page, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # Precompute off: the first view is cold on purpose.
     env = dict(os.environ, SHARE_BLOBS=f"file:{tmp_path}/b", SHARE_META=f"sqlite:{tmp_path}/m",
-               SHARE_ANALYSIS_WORKERS="1", SHARE_PUBLIC_URL="")  # fmt: skip
+               SHARE_ANALYSIS_WORKERS="1", SHARE_PUBLIC_URL="", SHARE_PRECOMPUTE="off")  # fmt: skip
     log = tmp_path / "server.log"
     url, proc = start_server(env, log, workers=1)
     try:

@@ -174,4 +174,5 @@ class Blocks:
         if len(pids) == 1:
             return pids[0]
         data = self.share.merges.merge_ids(pids)
-        return self.share.upload(data, title=title, expires=self.expires(c)).record.id
+        upload = self.share.upload(data, title=title, expires=self.expires(c), precompute=False)
+        return upload.record.id

@@ -125,7 +125,9 @@ class Collections:
         at = sel.parse_time(time_text, "time", now) if time_text else None
         if self.index.count(cid) >= self.max_members:
             raise self._full()
-        upload = self.share.upload(data, title=c.title, expires=self.member_expiry(c), strip=strip)
+        upload = self.share.upload(
+            data, title=c.title, expires=self.member_expiry(c), strip=strip, precompute=False
+        )
         r = upload.record
         if at is None:
             at = r.metadata.get("time_nanos", 0) / 1e9 or now
@@ -281,7 +283,8 @@ class Collections:
     # --- warming ------------------------------------------------------------------------
     def warm_later(self, cid: str) -> None:
         """Build the blocks of the collection's default view off the request path, once
-        for a burst of adds (a flag set while a warm-up runs asks for one more)."""
+        for a burst of adds (a flag set while a warm-up runs asks for one more), then have
+        the views its page asks for first precomputed (share.compute.precompute)."""
         with self._lock:
             if cid in self._warming:
                 self._warming[cid] = True
@@ -296,7 +299,10 @@ class Collections:
                 c = self.load(cid)
                 members = self.members(c, sel.Selection())
                 for kind in sorted({m.kind for m in members}):
-                    self.merged(c, sel.Selection(kind=kind), kind)
+                    pid, _ = self.merged(c, sel.Selection(kind=kind), kind)
+                    if pid is not None:  # the page's first views of it, as after an upload
+                        r = self.share.record(pid)
+                        self.share.precompute.later(pid, r.sample_types, r.default_sample_type)
             except Exception:  # noqa: BLE001 - a warm-up that fails leaves the work to a view
                 pass
             with self._lock:

@@ -88,10 +88,49 @@ class Once:
                 raise ShareError("the analysis is taking too long; try again", 503)
             if flight.error is not None:
                 raise flight.error
+            if flight.value is None:  # a try_run that left it to another: lead now
+                return self.run(key, lease_name, cached, compute, wait_seconds)
             return flight.value
         try:
             flight.value = self._lead(lease_name, cached, compute, wait_seconds)
             return flight.value
+        except BaseException as exc:
+            flight.error = exc
+            raise
+        finally:
+            flight.done.set()
+            with self._guard:
+                self._flights.pop(key, None)
+
+    def try_run(
+        self,
+        key: str,
+        lease_name: str,
+        cached: Callable[[], Any | None],
+        compute: Callable[[], Any],
+    ) -> bool:
+        """compute() unless the value is cached or someone, here or elsewhere, is computing it;
+        never waits (a precompute gives way). True when it computed."""
+        with self._guard:
+            if key in self._flights:
+                return False
+            flight = self._flights[key] = _Flight()
+        try:
+            flight.value = cached()
+            if flight.value is not None:
+                return False
+            lease = Lease(self.meta, lease_name)
+            if not lease.acquire():
+                return False
+            try:
+                flight.value = cached()
+                if flight.value is not None:
+                    return False
+                self.computed += 1
+                flight.value = compute()
+                return True
+            finally:
+                lease.release()
         except BaseException as exc:
             flight.error = exc
             raise

@@ -12,6 +12,13 @@ process that validated it and holds it decoded. The pool waits at most SHARE_ANA
 for a process to take the job and as long again for the answer; past that, or when the process
 dies or runs out of memory, it is killed, the Supervisor starts another in its place, and the
 caller gets a ShareError saying what happened.
+
+Each process also listens on compute-<i>.background.sock, for work nobody waits for (the views
+precomputed after an upload, share.compute.precompute). Between jobs a process takes a waiting
+connection of its main socket before any of the background one, so a background job delays a
+view someone waits for by at most the one background job it is running. A background caller
+first reserves the process (`reserve`): it holds an idle process before it takes the view's
+lease, so a view that a teammate opens meanwhile is never left waiting behind a queued one.
 """
 
 from __future__ import annotations
@@ -29,7 +36,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..errors import ShareError
@@ -69,8 +76,8 @@ def pool_size(settings: dict[str, Any]) -> int:
     return int(settings.get("ANALYSIS_WORKERS") or os.cpu_count() or 1)
 
 
-def socket_path(directory: str, index: int) -> str:
-    return os.path.join(directory, f"compute-{index}.sock")
+def socket_path(directory: str, index: int, background: bool = False) -> str:
+    return os.path.join(directory, f"compute-{index}{'.background' if background else ''}.sock")
 
 
 class Supervisor:
@@ -228,9 +235,9 @@ class ComputePool:
                         ) from None
                     time.sleep(0.01)
 
-    def _connect(self, slot: int, deadline: float) -> socket.socket:
+    def _connect(self, slot: int, deadline: float, background: bool = False) -> socket.socket:
         """A connection to the slot's process, waiting while one (re)starts."""
-        path = socket_path(self.directory, slot)
+        path = socket_path(self.directory, slot, background)
         pause = 0.005
         while True:
             sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -252,11 +259,26 @@ class ComputePool:
         limit: float,
         progress: Callable[[str], None] | None,
     ) -> Any:
-        worker_pid = None
         try:
             sock.settimeout(limit)
             protocol.send(sock, job)
             worker_pid = protocol.recv(sock)["started"]  # queued until the process takes it
+        except TimeoutError:
+            raise ShareError("every compute process is busy; try again", 503) from None
+        except (protocol.Closed, OSError):
+            raise _NotStarted from None
+        return self._answer(sock, slot, worker_pid, limit, progress)
+
+    def _answer(
+        self,
+        sock: socket.socket,
+        slot: int,
+        worker_pid: int,
+        limit: float,
+        progress: Callable[[str], None] | None,
+    ) -> Any:
+        """The answer to the job a process has taken: its progress, then its value."""
+        try:
             deadline = time.monotonic() + limit
             while True:
                 sock.settimeout(max(deadline - time.monotonic(), 0.001))
@@ -266,8 +288,6 @@ class ComputePool:
                 if progress is not None:
                     progress(reply["progress"])
         except TimeoutError:
-            if worker_pid is None:
-                raise ShareError("every compute process is busy; try again", 503) from None
             with contextlib.suppress(ProcessLookupError):
                 os.kill(worker_pid, signal.SIGKILL)
             raise AnalysisFailed(
@@ -276,8 +296,6 @@ class ComputePool:
                 kind="time",
             ) from None
         except (protocol.Closed, OSError):
-            if worker_pid is None:
-                raise _NotStarted from None
             raise AnalysisFailed(
                 "the compute process died during the analysis (killed, perhaps out of "
                 "memory); try again",
@@ -295,3 +313,50 @@ class ComputePool:
             code, message = reply["error"]
             raise ShareError(message, code)
         return reply["ok"]
+
+    @contextlib.contextmanager
+    def reserve(self, slot: int, wait: float) -> Iterator[Reservation | None]:
+        """The slot's process, idle and waiting for one background job (None: it did not take
+        the reservation within `wait` seconds: busy with work someone waits for)."""
+        if self.supervisor is not None:
+            self.supervisor.start()
+        try:
+            sock = self._connect(slot, time.monotonic() + wait, background=True)
+        except ShareError:
+            yield None
+            return
+        with sock:
+            try:
+                sock.settimeout(wait)
+                protocol.send(sock, {"op": protocol.RESERVE})
+                worker_pid = protocol.recv(sock)["started"]
+            except (TimeoutError, protocol.Closed, OSError):
+                yield None
+                return
+            reservation = Reservation(self, sock, slot, worker_pid)
+            try:
+                yield reservation
+            finally:
+                if not reservation.used:
+                    with contextlib.suppress(OSError):
+                        protocol.send(sock, {"op": protocol.SKIP})
+
+
+class Reservation:
+    """A compute process that has taken a background connection and waits for its job."""
+
+    def __init__(self, pool: ComputePool, sock: socket.socket, slot: int, worker_pid: int) -> None:
+        self.pool, self.sock, self.slot, self.worker_pid = pool, sock, slot, worker_pid
+        self.used = False
+
+    def run(self, job: dict[str, Any], progress: Callable[[str], None] | None = None) -> Any:
+        """The job's answer, as ComputePool.run gives it (once per reservation)."""
+        assert not self.used, "a reservation runs one job"
+        self.used = True
+        try:
+            protocol.send(self.sock, job)
+        except OSError:
+            raise AnalysisFailed(
+                "the compute process went away before the job", kind="died"
+            ) from None
+        return self.pool._answer(self.sock, self.slot, self.worker_pid, self.pool.seconds, progress)

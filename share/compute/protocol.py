@@ -12,6 +12,8 @@ import struct
 from typing import Any
 
 _HEADER = struct.Struct("!Q")
+# A background connection's first message, and its caller's "no job after all" (share.compute.pool).
+RESERVE, SKIP = "reserve", "skip"
 
 
 class Closed(EOFError):

@@ -69,48 +69,87 @@ class ViewService:
     ) -> bytes:
         """A view of a profile (analysis.views), gzip-compressed. Options are canonical
         (analysis.options.parse); bases are the other profiles a diff view reads."""
-        key = self.key(name, options, bases)
-        failed_key = "failed:" + key
-        forget = self.settings["ANALYSIS_FAILURE_SECONDS"]
-
-        def cached() -> bytes | None:
-            data = self.meta.view_get(pid, key)
-            if data is not None:
-                return data
-            failure = self.meta.view_get(pid, failed_key)
-            if failure is not None:
-                known = json.loads(failure)
-                age = self.clock() - known["at"]
-                if age < forget:
-                    raise ShareError(
-                        f"{known['message']} (when tried {age:.0f} s ago; not tried again "
-                        f"for {forget} s)",
-                        known["code"],
-                    )
-            return None
+        flight = _Flight(self, pid, name, options, bases)
+        slot = self._slot(pid)
 
         def compute() -> bytes:
-            job = {"op": "view", "pid": pid, "bases": list(bases), "name": name,
-                   "options": options, **self._job}  # fmt: skip
-            try:
-                with Progress(self.meta, pid, name) as stages, metrics.analysis(name):
-                    slot = self._slot(pid)
-                    data = self.compute.run(job, profile=pid, slot=slot, progress=stages)
-            except AnalysisFailed as exc:
-                if exc.kind != "died":  # a killed process may do better on retry
-                    failure = {"at": self.clock(), "code": exc.code, "message": exc.message}
-                    self.meta.view_put(pid, failed_key, json.dumps(failure).encode())
-                raise
-            self.meta.view_put(pid, key, data)
-            return data
+            return flight.compute(
+                lambda job, stages: self.compute.run(job, profile=pid, slot=slot, progress=stages)
+            )
 
-        lease = f"{pid}:view:{hashlib.sha256(key.encode()).hexdigest()[:16]}"
         wait = self.compute.seconds + WAIT_MARGIN_SECONDS
         computed_before = self.once.computed
-        data = self.once.run(f"{pid}:{key}", lease, cached, compute, wait)
+        data = self.once.run(flight.once_key, flight.lease, flight.cached, compute, wait)
         metrics.cache(hit=self.once.computed == computed_before)
         return data
+
+    def warm(self, pid: str, name: str, options: dict[str, Any], wait: float) -> bool:
+        """Compute a view nobody has asked for yet (share.compute.precompute), in the
+        background: on an idle compute process (the profile's, where it is warm), and only if
+        it is neither cached nor being computed. Waits at most `wait` seconds for the process
+        to be free of views someone waits for; True when it computed the view."""
+        flight = _Flight(self, pid, name, options, ())
+        if flight.cached() is not None:
+            return False
+        slot = self._slot(pid)
+        with self.compute.reserve(self.compute.slot_of(pid) if slot is None else slot, wait) as rs:
+            if rs is None:
+                return False
+            compute = lambda: flight.compute(rs.run)  # noqa: E731
+            return self.once.try_run(flight.once_key, flight.lease, flight.cached, compute)
 
     def progress(self, pid: str) -> dict[str, Any]:
         """What a slow first view of the profile is doing now (stage None: nothing)."""
         return view_progress.read(self.meta, pid, self.compute.seconds + WAIT_MARGIN_SECONDS)
+
+
+class _Flight:
+    """One view's computation: its cache keys, its lease, and how a failure is remembered."""
+
+    def __init__(
+        self,
+        service: ViewService,
+        pid: str,
+        name: str,
+        options: dict[str, Any],
+        bases: tuple[str, ...],
+    ) -> None:
+        self.service, self.pid, self.name = service, pid, name
+        self.key = service.key(name, options, bases)
+        self.failed_key = "failed:" + self.key
+        self.once_key = f"{pid}:{self.key}"
+        self.lease = f"{pid}:view:{hashlib.sha256(self.key.encode()).hexdigest()[:16]}"
+        self.job = {"op": "view", "pid": pid, "bases": list(bases), "name": name,
+                    "options": options, **service._job}  # fmt: skip
+
+    def cached(self) -> bytes | None:
+        """The cached view; a ShareError while a recent failure of it is remembered."""
+        meta, forget = self.service.meta, self.service.settings["ANALYSIS_FAILURE_SECONDS"]
+        data = meta.view_get(self.pid, self.key)
+        if data is not None:
+            return data
+        failure = meta.view_get(self.pid, self.failed_key)
+        if failure is not None:
+            known = json.loads(failure)
+            age = self.service.clock() - known["at"]
+            if age < forget:
+                raise ShareError(
+                    f"{known['message']} (when tried {age:.0f} s ago; not tried again "
+                    f"for {forget} s)",
+                    known["code"],
+                )
+        return None
+
+    def compute(self, run: Callable[[dict[str, Any], Progress], bytes]) -> bytes:
+        """Run the job with `run` (a pool's or a reservation's), cache what it gives."""
+        meta = self.service.meta
+        try:
+            with Progress(meta, self.pid, self.name) as stages, metrics.analysis(self.name):
+                data = run(self.job, stages)
+        except AnalysisFailed as exc:
+            if exc.kind != "died":  # a killed process may do better on retry
+                failure = {"at": self.service.clock(), "code": exc.code, "message": exc.message}
+                meta.view_put(self.pid, self.failed_key, json.dumps(failure).encode())
+            raise
+        meta.view_put(self.pid, self.key, data)
+        return data

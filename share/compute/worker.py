@@ -41,6 +41,8 @@ LARGE_VIEW_BYTES = 256 << 10
 LARGE_VIEW_GZIP_LEVEL = 3
 MERGE_GZIP_LEVEL = 1  # a merge is stored as go tool pprof -proto writes it: gzip BestSpeed
 
+RESERVED_SECONDS = 10  # a reserving caller sends its job at once (one lease away): or it is gone
+
 
 def view_gzip(body: bytes) -> bytes:
     """A view's bytes as cached and served: gzip, at a lower level for large ones."""
@@ -149,22 +151,26 @@ class Worker:
         raw = combine.merged_columns(profiles, job["comment"])
         return gzip.compress(raw, compresslevel=MERGE_GZIP_LEVEL, mtime=0)
 
-    def serve(self, listener: socket.socket) -> None:
+    def serve(self, listener: socket.socket, background: socket.socket | None = None) -> None:
         """Answer one connection's job at a time until the supervisor goes away (stdin, a
-        pipe from it, reaches its end)."""
+        pipe from it, reaches its end). A waiting connection of `listener` is taken before any
+        of `background` (the views precomputed after uploads): see share.compute.pool."""
         selector = selectors.DefaultSelector()
         selector.register(listener, selectors.EVENT_READ, "job")
+        if background is not None:
+            selector.register(background, selectors.EVENT_READ, "background")
         selector.register(sys.stdin.buffer.raw, selectors.EVENT_READ, "supervisor")
         while True:
-            for key, _ in selector.select():
-                if key.data == "supervisor":
-                    if not os.read(key.fd, 4096):
-                        return
-                    continue
-                conn, _ = listener.accept()
-                with conn:
-                    if not self.answer(conn):
-                        return
+            ready = {key.data: key for key, _ in selector.select()}
+            if "supervisor" in ready and not os.read(ready["supervisor"].fd, 4096):
+                return
+            chosen = listener if "job" in ready else background if "background" in ready else None
+            if chosen is None:
+                continue
+            conn, _ = chosen.accept()
+            with conn:
+                if not self.answer(conn):
+                    return
 
     def answer(self, conn: socket.socket) -> bool:
         """Run the job sent on conn and reply; False when this process must end."""
@@ -172,6 +178,12 @@ class Worker:
             job = protocol.recv(conn)
             self.sock = conn
             protocol.send(conn, {"started": os.getpid()})
+            if job.get("op") == protocol.RESERVE:  # a background caller: its job, or a skip
+                conn.settimeout(RESERVED_SECONDS)
+                job = protocol.recv(conn)
+                conn.settimeout(None)
+                if job.get("op") == protocol.SKIP:
+                    return True
         except (protocol.Closed, OSError):
             return True  # a client that gave up while queued
         self.jobs += 1
@@ -204,24 +216,29 @@ class Worker:
         self._send({"progress": stage})
 
 
+def _listen(path: str) -> socket.socket:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)  # left by the process this one replaces
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(128)
+    return listener
+
+
 def main(argv: list[str]) -> int:
     """python -m share.compute.worker SOCKET_PATH, settings in $PPROF_SHARE_COMPUTE."""
     settings = json.loads(os.environ["PPROF_SHARE_COMPUTE"])
     limit = int(settings["ANALYSIS_MEMORY"])
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     path = argv[1]
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(path)  # left by the process this one replaces
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(path)
-    listener.listen(128)
+    listeners = [_listen(path), _listen(path.removesuffix(".sock") + ".background.sock")]
     if scan.LIB is None:  # the install found no C compiler: correct, but slower
         log(
             f"share/pprof/{scan.LIBRARY} is not built: profiles are decoded on the pure-Python "
             "path, about 3x slower (reinstall pprof-share where a C compiler is installed)"
         )
     log("ready")  # imports done, listening (bench/compute.py waits for it)
-    Worker(settings).serve(listener)
+    Worker(settings).serve(*listeners)
     return 0
 
 

@@ -102,6 +102,8 @@ def init_app(app: Flask) -> None:
             outcome = outcome or ("failed" if status >= 500 else "rejected")
             metrics.upload(outcome, request.content_length or 0)
         ms = (time.perf_counter() - g.get("started", time.perf_counter())) * 1000
+        # The server's time, for the browser's devtools and bench/paint.py (serverTiming).
+        response.headers["Server-Timing"] = f"app;dur={ms:.1f}"
         ACCESS.info(
             '%s "%s %s" %d %s %.1fms id=%s',
             request.remote_addr,

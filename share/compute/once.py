@@ -18,7 +18,9 @@ from typing import Any
 from ..errors import ShareError
 
 LEASE_SECONDS = 6.0  # a crashed leader's lease lapses after this
-POLL_SECONDS = (0.02, 0.25)  # followers look for the result this often (doubling up to)
+# Followers look for the result this often (doubling up to): a view a precompute is computing
+# when its page asks is seen within 0.1 s of being stored (one cheap GET a poll).
+POLL_SECONDS = (0.01, 0.1)
 
 
 @dataclass

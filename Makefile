@@ -27,6 +27,7 @@ bench: test-deps $(VENV)/.installed-test
 load: test-deps $(VENV)/.installed-test
 	@bash .ci/system-deps.sh load
 	$(PY) bench/load.py
+	$(PY) bench/fleet.py
 
 proto: $(VENV)/.installed-test
 	$(VENV)/bin/pip install -q -e '.[proto]'

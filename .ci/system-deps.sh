@@ -5,8 +5,9 @@
 #         share/pprof/scan.c);
 #   test: also redis-server, Go (for `go tool pprof`), Chromium (browser tests), npm (the
 #         speedscope package that the speedscope test serves locally), Node.js and perf (real
-#         .cpuprofile and perf script files to convert), perl (stackcollapse-perf.pl);
-#   load: wrk, for bench/load.py.
+#         .cpuprofile and perf script files to convert), perl (stackcollapse-perf.pl), haproxy
+#         (the balanced pair of tests/test_web_balanced_pair.py);
+#   load: wrk, for bench/load.py; haproxy, for bench/fleet.py.
 set -euo pipefail
 want=()
 python3 -c 'import venv, ensurepip' 2>/dev/null || want+=(python3-venv)
@@ -22,9 +23,11 @@ if [ "${1:-base}" = test ]; then
   command -v node >/dev/null || want+=(nodejs)
   command -v perf >/dev/null || want+=(linux-perf)
   command -v perl >/dev/null || want+=(perl)
+  command -v haproxy >/dev/null || [ -x /usr/sbin/haproxy ] || want+=(haproxy)
 fi
 if [ "${1:-base}" = load ]; then
   command -v wrk >/dev/null || want+=(wrk)
+  command -v haproxy >/dev/null || [ -x /usr/sbin/haproxy ] || want+=(haproxy)
 fi
 [ ${#want[@]} -eq 0 ] && exit 0
 sudo=""

@@ -16,7 +16,8 @@ MiB = 1024 * 1024
 DEFAULTS: dict[str, Any] = {
     # Where blobs live: file:PATH (single-machine default) or s3://BUCKET[/PREFIX].
     "BLOBS": "file:./data/blobs",
-    # Where records live: sqlite:PATH (single-machine default) or redis://… / rediss://…
+    # Where records live: sqlite:PATH (single-machine default), redis://… / rediss://…, or a
+    # Redis Cluster: redis-cluster://HOST:PORT[,HOST:PORT…].
     "META": "sqlite:./data/meta.sqlite3",
     # Base of the links we hand out (set it behind a proxy); empty = taken from the request.
     "PUBLIC_URL": "",
@@ -229,8 +230,11 @@ def load(environ: Mapping[str, str], overrides: Mapping[str, Any] | None = None)
     blobs, meta = str(settings["BLOBS"]), str(settings["META"])
     if not (blobs.startswith("file:") or blobs.startswith("s3://")):
         raise ConfigError(f"SHARE_BLOBS={blobs!r}: expected file:PATH or s3://BUCKET[/PREFIX]")
-    if not meta.startswith(("sqlite:", "redis://", "rediss://", "unix://")):
-        raise ConfigError(f"SHARE_META={meta!r}: expected sqlite:PATH or redis://HOST:PORT/DB")
+    if not meta.startswith(("sqlite:", "redis://", "rediss://", "unix://", "redis-cluster://")):
+        raise ConfigError(
+            f"SHARE_META={meta!r}: expected sqlite:PATH, redis://HOST:PORT/DB or "
+            "redis-cluster://HOST:PORT[,HOST:PORT…]"
+        )
     settings["PUBLIC_URL"] = str(settings["PUBLIC_URL"]).rstrip("/")
     ancestors = str(settings["EMBED_FRAME_ANCESTORS"]).split()
     bad = [a for a in ancestors if not _ANCESTOR.match(a)]

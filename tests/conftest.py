@@ -103,6 +103,114 @@ def start_redis(workdir: Path, port: int | None = None) -> tuple[str, subprocess
     return f"redis://127.0.0.1:{port}/0", proc
 
 
+class RedisClusterProcs:
+    """Six redis-server processes made one Redis Cluster: three masters, a replica each."""
+
+    def __init__(self, workdir: Path, ports: list[int], procs: dict[int, Any]) -> None:
+        self.workdir, self.ports, self.procs = workdir, ports, procs
+        self.url = "redis-cluster://" + ",".join(f"127.0.0.1:{p}" for p in ports[:3])
+
+    def node(self, port: int) -> Any:
+        import redis
+
+        return redis.Redis(port=port, socket_timeout=5)
+
+    def client(self) -> Any:
+        """A RedisCluster on it (for tests that look behind the store's back)."""
+        from redis.cluster import ClusterNode, RedisCluster
+
+        return RedisCluster(startup_nodes=[ClusterNode("127.0.0.1", p) for p in self.ports])
+
+    def live_ports(self) -> list[int]:
+        return [p for p, proc in self.procs.items() if proc.poll() is None]
+
+    def masters(self) -> list[int]:
+        live = self.live_ports()
+        return [p for p in live if self.node(p).info("replication")["role"] == "master"]
+
+    def master_of(self, key: str) -> int:
+        """The port of the live master that serves key's slot."""
+        from redis.cluster import key_slot
+
+        slot = key_slot(key.encode())
+        for start, end, master, *_ in self.node(self.masters()[0]).cluster("slots"):
+            if start <= slot <= end:
+                return int(master[1])
+        raise AssertionError(f"no master serves slot {slot}")
+
+    def flush(self) -> None:
+        for port in self.masters():
+            self.node(port).flushall()
+
+    def healthy(self) -> bool:
+        """Every live node says cluster_state:ok, every master has its replica in sync."""
+        try:
+            for port in self.live_ports():
+                node = self.node(port)
+                if node.cluster("info")["cluster_state"] != "ok":
+                    return False
+                info = node.info("replication")
+                if info["role"] == "master" and info["connected_slaves"] < 1:
+                    return False
+                if info["role"] == "slave" and info["master_link_status"] != "up":
+                    return False
+        except Exception:  # noqa: BLE001 - a node still starting
+            return False
+        return True
+
+    def wait_healthy(self, timeout: float = 20) -> bool:
+        deadline = time.monotonic() + timeout
+        while not self.healthy():
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.1)
+        return True
+
+    def stop(self) -> None:
+        """Every node at once (nothing is kept on disk: no need to wait for a clean exit)."""
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                proc.kill()
+        for proc in self.procs.values():
+            proc.wait()
+
+
+def start_redis_cluster(workdir: Path, node_timeout_ms: int = 1000) -> RedisClusterProcs:
+    """A Redis Cluster of our own (six redis-server on free ports, `redis-cli --cluster
+    create` with a replica per master), keeping nothing on disk but its nodes.conf files."""
+    exe, cli = shutil.which("redis-server"), shutil.which("redis-cli")
+    if exe is None or cli is None:
+        unavailable("redis-server / redis-cli are not installed (make test installs them)")
+    ports: list[int] = []
+    while len(ports) < 12:  # a client port and a cluster bus port per node
+        port = free_port()
+        if port not in ports:
+            ports.append(port)
+    procs: dict[int, Any] = {}
+    for port, bus in zip(ports[:6], ports[6:], strict=True):
+        procs[port] = subprocess.Popen(
+            [exe, "--port", str(port), "--bind", "127.0.0.1", "--cluster-enabled", "yes",
+             "--cluster-port", str(bus), "--cluster-config-file", f"nodes-{port}.conf",
+             "--cluster-node-timeout", str(node_timeout_ms), "--repl-diskless-sync-delay", "0",
+             "--save", "", "--appendonly", "no",
+             "--dir", str(workdir)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+    cluster = RedisClusterProcs(workdir, ports[:6], procs)
+    if not all(wait_for_port(port, proc) for port, proc in procs.items()):
+        cluster.stop()
+        unavailable("redis-server did not start in cluster mode")
+    create = subprocess.run(
+        [cli, "--cluster", "create", *(f"127.0.0.1:{p}" for p in ports[:6]),
+         "--cluster-replicas", "1", "--cluster-yes"],
+        capture_output=True, timeout=60,
+    )  # fmt: skip
+    if create.returncode != 0 or not cluster.wait_healthy():
+        cluster.stop()
+        unavailable(f"redis-cli --cluster create failed: {create.stdout[-500:]!r}")
+    return cluster
+
+
 def start_moto() -> tuple[str, subprocess.Popen[bytes]]:
     """moto's S3-compatible HTTP server in its own process: (endpoint, process)."""
     exe = BIN / "moto_server"
@@ -126,6 +234,14 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     url, proc = start_redis(tmp_path_factory.mktemp("redis"))
     yield url
     stop(proc)
+
+
+@pytest.fixture(scope="session")
+def redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisClusterProcs]:
+    """A Redis Cluster of our own for the session (tests that kill nodes start their own)."""
+    cluster = start_redis_cluster(tmp_path_factory.mktemp("redis-cluster"))
+    yield cluster
+    cluster.stop()
 
 
 @pytest.fixture(scope="session")
@@ -161,12 +277,19 @@ def new_bucket(endpoint: str) -> str:
 
 # --- the app on each backend pair ----------------------------------------------------------
 BACKENDS = ["local", "s3+redis"]
+# The store contract suites run on a Redis Cluster too (the app's tests do not: they would
+# repeat what the contract shows, at the cost of minutes).
+CLUSTER_BACKEND = "file+redis-cluster"
 
 
 def backend_settings(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, Any]:
     """Settings for one backend pair, on fresh, empty stores."""
     if kind == "local":
         return {"BLOBS": f"file:{tmp_path}/blobs", "META": f"sqlite:{tmp_path}/meta.sqlite3"}
+    if kind == CLUSTER_BACKEND:
+        cluster = request.getfixturevalue("redis_cluster")
+        cluster.flush()
+        return {"BLOBS": f"file:{tmp_path}/blobs", "META": cluster.url}
     endpoint = request.getfixturevalue("s3_endpoint")
     url = request.getfixturevalue("redis_url")
     import redis

@@ -1,4 +1,5 @@
-"""One contract suite for the store interfaces, run against every backend on real servers."""
+"""One contract suite for the store interfaces, run against every backend on real servers:
+the embedded pair, S3 + Redis, and a Redis Cluster (whose blobs are local: S3 is covered)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,14 @@ import pytest
 
 from share.store import blobs, locate, meta
 from share.store.meta import Record
-from share.store.redis import RedisMetaStore
+
+from conftest import BACKENDS, CLUSTER_BACKEND, backend_settings
+
+
+@pytest.fixture(params=[*BACKENDS, CLUSTER_BACKEND])
+def backend(request: pytest.FixtureRequest, tmp_path: Any) -> dict[str, Any]:
+    """conftest's backend pairs, and the metadata store on a Redis Cluster."""
+    return backend_settings(request.param, request, tmp_path)
 
 
 @pytest.fixture
@@ -124,17 +132,19 @@ def test_views_are_dropped_with_the_profile(stores):
     assert meta_store.view_get("AAAAAAAAAAAAAAAA", "top:cpu") is None
 
 
-def test_redis_ttl_agrees_with_expiry_index(redis_url):
-    store = RedisMetaStore(redis_url)
-    store.client.flushdb()
+def test_redis_ttl_agrees_with_expiry_index(backend):
+    if backend["META"].startswith("sqlite:"):
+        pytest.skip("Redis keys and TTLs")
+    store = locate.meta_store(backend["META"])
     at = time.time() + 3600
     store.create(make_record(expires_at=at))
     store.view_put("AAAAAAAAAAAAAAAA", "flame", b"x")
     record_key, views_key = (
-        store.key("profile", "AAAAAAAAAAAAAAAA"),
-        store.key("views", "AAAAAAAAAAAAAAAA"),
+        store.keys.profile("AAAAAAAAAAAAAAAA"),
+        store.keys.views("AAAAAAAAAAAAAAAA"),
     )
-    assert store.client.zscore(store.key("expiry"), "AAAAAAAAAAAAAAAA") == pytest.approx(at)
+    expiry = store.keys.expiry("AAAAAAAAAAAAAAAA")
+    assert store.client.zscore(expiry, "AAAAAAAAAAAAAAAA") == pytest.approx(at)
     assert abs(store.client.expiretime(record_key) - at) <= 1
     assert abs(store.client.expiretime(views_key) - at) <= 1
     store.extend_expiry("AAAAAAAAAAAAAAAA", at + 7200)
@@ -142,8 +152,26 @@ def test_redis_ttl_agrees_with_expiry_index(redis_url):
     assert abs(store.client.expiretime(views_key) - (at + 7200)) <= 1
     store.extend_expiry("AAAAAAAAAAAAAAAA", None)
     assert store.client.ttl(record_key) == -1
-    assert store.client.zscore(store.key("expiry"), "AAAAAAAAAAAAAAAA") is None
-    assert all(k.startswith(b"pprof-share:") for k in store.client.keys("*"))
+    assert store.client.zscore(expiry, "AAAAAAAAAAAAAAAA") is None
+    assert all(k.startswith(b"pprof-share:") for k in store.client.scan_iter())
+
+
+def test_an_early_or_stale_expiry_entry_is_put_right_not_obeyed(backend):
+    """A process that died between the index and the record leaves the index early: prune
+    finds the profile, its conditional delete reads the record and keeps it."""
+    if backend["META"].startswith("sqlite:"):
+        pytest.skip("the Redis store's index is apart from its records")
+    store = locate.meta_store(backend["META"])
+    now = time.time()
+    store.create(make_record(expires_at=now + 3600))
+    store.create(make_record("BBBBBBBBBBBBBBBB", expires_at=None))
+    for pid in ("AAAAAAAAAAAAAAAA", "BBBBBBBBBBBBBBBB"):  # as if cut short
+        store.client.zadd(store.keys.expiry(pid), {pid: now - 10})
+    assert store.expired(now) == ["AAAAAAAAAAAAAAAA", "BBBBBBBBBBBBBBBB"]
+    assert not store.delete("AAAAAAAAAAAAAAAA", only_if_expired_at=now)
+    assert not store.delete("BBBBBBBBBBBBBBBB", only_if_expired_at=now)
+    assert store.expired(now) == [] and store.load("BBBBBBBBBBBBBBBB") is not None
+    assert store.expiry_of("AAAAAAAAAAAAAAAA") == pytest.approx(now + 3600)
 
 
 def test_lease_is_exclusive_until_released_or_lapsed(stores):

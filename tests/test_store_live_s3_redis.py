@@ -20,10 +20,12 @@ import pytest
 import requests
 
 from share import pprof
+from share.store.redis_keys import RedisKeys
 
 from conftest import BIN, CORPUS, free_port, new_bucket, start_server, stop
 
 PREFIX = "p"
+KEYS = RedisKeys()
 RECORD_KEYS = "pprof-share:profile:*"
 ALL_KEYS = "pprof-share:*"
 # The gzip bomb needs no 512 MiB of a shared machine's memory to prove the limit holds.
@@ -150,7 +152,7 @@ def test_concurrent_identical_uploads_store_one_copy(live):
     assert [r.status_code for r in replies if "X-Delete-Token" in r.headers] == [201]
     pid = pid_of(link)
     assert live.objects() == [f"{PREFIX}/{pid}"]
-    assert live.keys() == [f"pprof-share:profile:{pid}"]
+    assert live.keys() == [KEYS.profile(pid)]
     stored = live.s3.get_object(Bucket=live.bucket, Key=f"{PREFIX}/{pid}")["Body"].read()
     assert profile_bytes(stored) == profile_bytes(data)
     # The one token that was handed out is the one the record checks.
@@ -185,8 +187,8 @@ def test_valid_profile_put_then_raw_is_byte_identical(live, path):
     assert live.objects() == [f"{PREFIX}/{pid}"]
     stored = live.s3.get_object(Bucket=live.bucket, Key=f"{PREFIX}/{pid}")["Body"].read()
     assert stored == raw.content
-    assert live.keys() == [f"pprof-share:profile:{pid}"]
-    record = json.loads(live.redis.hget(f"pprof-share:profile:{pid}", "record"))
+    assert live.keys() == [KEYS.profile(pid)]
+    record = json.loads(live.redis.hget(KEYS.profile(pid), "record"))
     assert record["sha256"] == hashlib.sha256(profile_bytes(data)).hexdigest()
     assert record["title"] == name
     assert record["stored_bytes"] == len(stored)
@@ -215,14 +217,14 @@ def test_delete_with_token_removes_object_and_record(live):
     body = reply.json()
     pid, token = body["id"], body["delete_token"]
     assert live.objects() == [f"{PREFIX}/{pid}"]
-    assert live.keys() == [f"pprof-share:profile:{pid}"]
-    assert live.redis.zscore("pprof-share:expiry", pid) is not None
+    assert live.keys() == [KEYS.profile(pid)]
+    assert live.redis.zscore(KEYS.expiry(pid), pid) is not None
 
     for wrong in ({}, {"X-Delete-Token": token[::-1]}):
         refused = requests.delete(f"{live.url}/{pid}", headers=wrong)
         assert refused.status_code == 403, refused.text
     assert live.objects() == [f"{PREFIX}/{pid}"]
-    assert live.keys() == [f"pprof-share:profile:{pid}"]
+    assert live.keys() == [KEYS.profile(pid)]
 
     gone = requests.delete(f"{live.url}/{pid}", headers={"X-Delete-Token": token})
     assert gone.status_code == 204, gone.text

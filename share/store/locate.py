@@ -58,14 +58,15 @@ def blob_store(url: str, timeout: float = 5.0) -> BlobStore:
 def meta_store(
     url: str, timeout: float = 5.0, view_cache_bytes: int = VIEW_CACHE_BYTES
 ) -> MetaStore:
-    """sqlite:PATH or redis://… / rediss://… -> a MetaStore whose calls give up after timeout."""
+    """sqlite:PATH, redis://… / rediss://… / unix://…, or redis-cluster://HOST:PORT[,HOST:PORT…]
+    -> a MetaStore whose calls give up after timeout."""
     if url.startswith("sqlite:"):
         from .sqlite import SqliteMetaStore
 
         return SqliteMetaStore(
             url.removeprefix("sqlite:"), timeout=timeout, view_cache_bytes=view_cache_bytes
         )
-    if url.startswith(("redis://", "rediss://", "unix://")):
+    if url.startswith(("redis://", "rediss://", "unix://", "redis-cluster://")):
         from .redis import RedisMetaStore
 
         return RedisMetaStore(url, timeout=timeout, view_cache_bytes=view_cache_bytes)
@@ -74,11 +75,11 @@ def meta_store(
 
 def collection_index(url: str, meta: Any, timeout: float = 5.0) -> Any:
     """The collection index beside a metadata store (its unguarded backend): a SQLite file
-    next to the records' file, or the same Redis (its client and key prefix)."""
+    next to the records' file, or the same Redis or Redis Cluster (its connection and keys)."""
     if url.startswith("sqlite:"):
         from .collections.sqlite import SqliteCollectionIndex
 
         return SqliteCollectionIndex(url.removeprefix("sqlite:") + "-collections", timeout)
     from .collections.redis import RedisCollectionIndex
 
-    return RedisCollectionIndex(meta.client, meta.prefix, meta.failures)
+    return RedisCollectionIndex(meta.conn, meta.keys)

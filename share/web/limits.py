@@ -1,9 +1,12 @@
 """Who may do what how often: rate limits per client address, the optional upload token, the
 proxies whose X-Forwarded-For is believed, and the hosts links may be built for.
 
-Rate limits are Flask-Limiter's, kept in Redis when SHARE_META is Redis and in a SQLite file
-beside the records on the embedded default (store.sqlite_limits), so every worker and every
-instance on the same store counts the same client together. A limit answers
+Rate limits are Flask-Limiter's, kept in Redis when SHARE_META is Redis (a Redis Cluster's
+through limits' `redis+cluster://`) and in a SQLite file beside the records on the embedded
+default (store.sqlite_limits), so every worker and every instance on the same store counts the
+same client together. A fixed-window limit is one counter, written by one single-key script;
+a client's counters carry its address as a hash tag (`{ADDRESS}`), so on a cluster they are
+all in one slot. A limit answers
 429 with Retry-After and the limit in its one line. The bytes-per-hour limit is charged with
 the body's size: before reading it when Content-Length says it, after reading a chunked one.
 """
@@ -63,6 +66,25 @@ def client_address() -> str:
     return request.remote_addr or "unknown"
 
 
+def limit_key() -> str:
+    """The client in its rate-limit keys: its address in braces, a Redis Cluster hash tag."""
+    return "{" + client_address() + "}"
+
+
+def storage(meta: str, timeout: float) -> tuple[str, dict[str, Any]]:
+    """The limits storage URI and options beside the metadata store SHARE_META names."""
+    redis_options: dict[str, Any] = {"socket_timeout": timeout, "socket_connect_timeout": timeout}
+    if meta.startswith("redis-cluster://"):
+        return "redis+cluster://" + meta.removeprefix("redis-cluster://"), redis_options
+    if meta.startswith(("redis://", "rediss://")):
+        return meta, redis_options
+    if meta.startswith("unix://"):
+        return "redis+" + meta, redis_options
+    if meta.startswith("sqlite:"):
+        return sqlite_limits.storage_uri(meta.removeprefix("sqlite:")), {"timeout": timeout}
+    return "memory://", {}
+
+
 def _rate(setting: str) -> str | None:
     parsed = parse_rate(current_app.config["SHARE"][setting])
     return None if parsed is None else f"{parsed[0]}/{parsed[1]}"
@@ -73,21 +95,11 @@ def init_app(app: Flask) -> Limiter:
     settings = app.config["SHARE"]
     if settings["TRUSTED_PROXIES"]:
         app.wsgi_app = TrustedProxies(app.wsgi_app, host_list(settings["TRUSTED_PROXIES"]))
-    meta = str(settings["META"])
-    redis = meta.startswith(("redis://", "rediss://", "unix://"))
-    timeout = min(float(settings["STORE_TIMEOUT"]), 2.0)
-    if redis:
-        storage = "redis+" + meta if meta.startswith("unix://") else meta
-        options: dict[str, Any] = {"socket_timeout": timeout, "socket_connect_timeout": timeout}
-    elif meta.startswith("sqlite:"):
-        storage = sqlite_limits.storage_uri(meta.removeprefix("sqlite:"))
-        options = {"timeout": timeout}
-    else:
-        storage, options = "memory://", {}
+    uri, options = storage(str(settings["META"]), min(float(settings["STORE_TIMEOUT"]), 2.0))
     limiter = Limiter(
-        client_address,
+        limit_key,
         app=app,
-        storage_uri=storage,
+        storage_uri=uri,
         storage_options=options,
         strategy="fixed-window",
         key_prefix="pprof-share-limits",
@@ -131,7 +143,7 @@ def charge_upload_bytes(nbytes: int) -> None:
     amount, per = parsed
     item = parse_limit(f"{amount}/{per}")
     limiter: Limiter = current_app.extensions["share_limiter"]
-    key = ("pprof-share-limits", "upload-bytes", client_address())
+    key = ("pprof-share-limits", "upload-bytes", limit_key())
     try:
         allowed = limiter.limiter.hit(item, *key, cost=nbytes)
         reset = limiter.limiter.get_window_stats(item, *key).reset_time

@@ -10,15 +10,17 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from . import metrics, pprof
+from .compute import spool
 from .compute.ingest import ID_LENGTH
 from .compute.merges import Merges
 from .compute.pool import AnalysisFailed, ComputePool, job_settings
 from .compute.precompute import Precompute
 from .compute.service import ViewService
-from .config import ConfigError, human_bytes, parse_duration
+from .config import ConfigError, human_bytes, parse_duration  # noqa: F401 - the web's too
 from .errors import Forbidden, Gone, NotFound, ShareError, StoreUnavailable, TooLarge
 from .store import locate
 from .store.blobs import BlobStore
@@ -139,7 +141,7 @@ class Share:
     # --- upload -------------------------------------------------------------------------
     def upload(
         self,
-        data: bytes,
+        source: bytes | Path,
         *,
         title: str = "",
         expires: str | None = None,
@@ -147,47 +149,44 @@ class Share:
         precompute: bool = True,
     ) -> Upload:
         """Validate, deduplicate and store a profile; the blob is written before its record.
+        source: bytes, or a file that holds them (compute.spool: never whole in memory here).
         With strip, what is stored (and hashed for the id) is the profile without those parts
         (share.pprof.strip, applied in the compute process before hashing). With precompute,
         a new profile's first views are computed next, in the background (compute.precompute)."""
-        limit = self.settings["MAX_UPLOAD_BYTES"]
-        if len(data) > limit:
-            raise TooLarge(
-                f"upload is {human_bytes(len(data))}, over the limit of {human_bytes(limit)} "
-                "(SHARE_MAX_UPLOAD_BYTES)"
-            )
         seconds = self.expiry_seconds(expires)
-        slot = self.compute.next_slot()
-        facts = self._validate(data, slot, strip)
-        try:
-            upload = self._store(facts, data, title, seconds, slot)
-        except StoreUnavailable as exc:  # the blob may be written, never a record without it
-            raise exc.nothing_stored() from exc
+        limit = self.settings["MAX_UPLOAD_BYTES"]
+        with spool.holding(source, limit) as path, spool.new_file(".gz") as made:
+            slot = self.compute.next_slot()
+            facts = self._validate(path, made, slot, strip)
+            blob = made if facts["blob"] is not None else path
+            try:
+                upload = self._store(facts, blob, title, seconds, slot)
+            except StoreUnavailable as exc:  # the blob may be written, never a record without it
+                raise exc.nothing_stored() from exc
         if upload.created and precompute:
             record = upload.record
             self.precompute.later(record.id, record.sample_types, record.default_sample_type)
         return upload
 
     def _store(
-        self, facts: dict[str, Any], data: bytes, title: str, seconds: int | None, slot: int
+        self, facts: dict[str, Any], blob: Path, title: str, seconds: int | None, slot: int
     ) -> Upload:
         """The store half of an upload: under the profile's lease, the blob, then its record."""
         pid = facts["id"]
-        blob = facts["blob"] if facts["blob"] is not None else data
         with self._exclusive(pid) as lease:
             now = self.clock()
             expires_at = None if seconds is None else now + seconds
             existing = self._live_record(pid, now)
             if existing is not None:
                 return self._again(existing, blob, expires_at)
-            self.blobs.put(pid, blob)
+            self.blobs.put_file(pid, blob)
             token = new_token()
             record = Record(
                 id=pid,
                 sha256=facts["sha256"],
                 title=title.strip()[:200],
                 size_bytes=facts["size_bytes"],
-                stored_bytes=len(blob),
+                stored_bytes=blob.stat().st_size,
                 created_at=now,
                 expires_at=expires_at,
                 delete_token_hash=token_hash(token),
@@ -207,11 +206,12 @@ class Share:
             return Upload(record, created=True, delete_token=token)
 
     def _validate(
-        self, data: bytes, slot: int, strip: pprof.StripSpec | None = None
+        self, path: Path, made: Path, slot: int, strip: pprof.StripSpec | None = None
     ) -> dict[str, Any]:
-        """The profile's id, record fields and blob (None: the upload as is), from a compute
-        process: the web tier never holds the decompressed profile, whatever it inflates to."""
-        job = {"op": "ingest", "data": data, "strip": strip or None, **self._job}
+        """The profile's id, record fields and blob (None: the upload as is, else written to
+        made), from a compute process reading path: the web tier never holds the profile."""
+        job = {"op": "ingest", "path": str(path), "blob_path": str(made),
+               "strip": strip or None, **self._job}  # fmt: skip
         try:
             return self.compute.run(job, slot=slot)
         except AnalysisFailed as exc:
@@ -227,11 +227,11 @@ class Share:
                 ) from None
             raise
 
-    def _again(self, record: Record, blob: bytes, expires_at: float | None) -> Upload:
+    def _again(self, record: Record, blob: Path, expires_at: float | None) -> Upload:
         """A profile we already have: keep one copy, extend its life to the later expiry."""
         record.expires_at = self.meta.extend_expiry(record.id, expires_at)
         if not self.blobs.exists(record.id):  # lost by the store: put it back
-            self.blobs.put(record.id, blob)
+            self.blobs.put_file(record.id, blob)
         return Upload(record, created=False, delete_token=None)
 
     @contextmanager
@@ -325,13 +325,13 @@ class Share:
     # --- combining ----------------------------------------------------------------------
     def merge(
         self,
-        sources: Sequence[str | tuple[str, bytes]],
+        sources: Sequence[str | tuple[str, Path]],
         *,
         title: str = "",
         expires: str | None = None,
     ) -> Upload:
-        """Merge stored profiles (ids) and files ((name, bytes)), in order, as `go tool pprof
-        -proto` merges them (compute.merges), and store the result as any upload is."""
+        """Merge stored profiles (ids) and files ((name, spool file path)), in order, as
+        `go tool pprof -proto` merges them (compute.merges), and store it as any upload is."""
         data, default_title = self.merges.run(sources, self.record)
         return self.upload(data, title=(title.strip() or default_title)[:200], expires=expires)
 

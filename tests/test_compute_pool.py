@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from share.compute import spool
 from share.compute.pool import AnalysisFailed, ComputePool, job_settings
 from share.config import load
 from share.errors import ShareError
@@ -43,8 +44,10 @@ def one() -> Any:
 
 
 def ingest(p: ComputePool, data: bytes, **settings: Any) -> dict[str, Any]:
-    job = {"op": "ingest", "data": data, **job_settings(load({}, settings))}
-    return p.run(job)
+    """The upload job on data, from a spool file as the core sends it."""
+    with spool.holding(data, len(data)) as path, spool.new_file() as made:
+        job = {"op": "ingest", "path": str(path), "blob_path": str(made)}
+        return p.run({**job, **job_settings(load({}, settings))})
 
 
 def test_ingest_answers_what_the_record_needs_and_keeps_the_profile_warm(one) -> None:

@@ -54,7 +54,7 @@ def clock() -> Clock:
 def make_app(tmp_path: Path, clock: Clock):  # type: ignore[no-untyped-def]
     def make(**settings: Any) -> Any:
         stores = {"BLOBS": f"file:{tmp_path}/blobs", "META": f"sqlite:{tmp_path}/meta.sqlite3"}
-        return create_app({**stores, "CLOCK": clock, **settings}).test_client()
+        return create_app({**stores, "CLOCK": clock, "PRECOMPUTE": "off", **settings}).test_client()
 
     return make
 

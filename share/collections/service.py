@@ -15,6 +15,7 @@ import threading
 import time
 from collections import Counter
 from dataclasses import dataclass
+from pathlib import Path
 
 from ..config import parse_duration
 from ..core import Share, Upload, new_token, token_hash
@@ -112,13 +113,14 @@ class Collections:
         self,
         cid: str,
         token: str | None,
-        data: bytes,
+        data: bytes | Path,
         labels: dict[str, str],
         time_text: str | None = None,
         strip: StripSpec | None = None,
     ) -> tuple[Upload, Member, bool]:
-        """Store data as a profile and make it a member (labels, time); (upload, member,
-        whether the member is new). The same bytes, labels and time again change nothing."""
+        """Store data (bytes, or a file: Share.upload) as a profile and make it a member
+        (labels, time); (upload, member, whether the member is new). The same bytes, labels
+        and time again change nothing."""
         c = self._authorized(cid, token)
         labels = sel.check_labels(labels)
         now = self.share.clock()

@@ -1,7 +1,9 @@
 """The upload's job, in a compute process: validate and identify a profile, say what to store.
 
-The web tier sends the upload's bytes and gets back the record's fields and the blob to store
-(None: the upload itself, already gzip). The decompressed profile never reaches the web tier.
+The web tier names two spool files (compute.spool): the upload's, read here, and one for the
+blob this writes when the upload is not stored as it is (a protobuf sent uncompressed, a
+converted format, a stripped profile); it gets back the record's fields and which file to
+store. Neither the decompressed profile nor the blob crosses the socket to the web tier.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import base64
 import gzip
 import hashlib
+from pathlib import Path
 from typing import Any
 
 from .. import pprof
@@ -66,14 +69,25 @@ def summarize(parsed: pprof.ParsedProfile) -> dict[str, Any]:
     }
 
 
-def ingest(parsed: pprof.ParsedProfile) -> dict[str, Any]:
-    """What the core needs to store a validated profile: id, record fields, blob."""
+def read_upload(path: str) -> bytes:
+    """An upload's bytes, from the spool file the web tier wrote (bounded by
+    SHARE_MAX_UPLOAD_BYTES there; inflating it is bounded by share.pprof.inflate)."""
+    return Path(path).read_bytes()
+
+
+def ingest(parsed: pprof.ParsedProfile, blob_path: str) -> dict[str, Any]:
+    """What the core needs to store a validated profile: id, record fields, and "blob": the
+    path of the gzip written to blob_path, or None when the upload is stored as it is."""
     digest = hashlib.sha256(parsed.raw).digest()
+    blob = None
+    if not parsed.was_gzip:
+        Path(blob_path).write_bytes(gzip.compress(parsed.raw, BLOB_GZIP_LEVEL))
+        blob = blob_path
     return {
         "id": _id_of(digest),
         "sha256": digest.hex(),
         "size_bytes": len(parsed.raw),
-        "blob": None if parsed.was_gzip else gzip.compress(parsed.raw, BLOB_GZIP_LEVEL),
+        "blob": blob,
         "sample_types": [list(t) for t in parsed.sample_types()],
         "default_sample_type": parsed.default_sample_type(),
         "n_samples": parsed.n_samples,

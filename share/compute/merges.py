@@ -1,15 +1,17 @@
 """Merges of stored profiles and uploaded files, as `go tool pprof -proto a b c`, in the tier.
 
-The core names the sources (ids of live profiles, or (name, bytes) of files); Merges checks
-the limits (SHARE_MERGE_MAX_PROFILES, and SHARE_MERGE_MAX_BYTES of the stored ones here, of
-the files in the compute process as they inflate: worker.Worker.merge), runs the job, and says
-what the merge is of: the comment the merged profile carries and its default title. The core
-then stores the result as any upload.
+The core names the sources (ids of live profiles, or (name, path) of uploaded files: spool
+files the compute process reads, compute.spool); Merges checks the limits
+(SHARE_MERGE_MAX_PROFILES, and SHARE_MERGE_MAX_BYTES of the stored ones here, of the files in
+the compute process as they inflate: worker.Worker.merge), runs the job, and says what the
+merge is of: the comment the merged profile carries and its default title. The core then
+stores the result as any upload.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from ..errors import ShareError, TooLarge
@@ -40,7 +42,7 @@ class Merges:
             )
 
     def run(
-        self, sources: Sequence[str | tuple[str, bytes]], record: Callable[[str], Any]
+        self, sources: Sequence[str | tuple[str, Path]], record: Callable[[str], Any]
     ) -> tuple[bytes, str]:
         """(the merged profile, gzip-compressed; its default title). record(id) is the
         core's: a live profile's record, or NotFound / Gone."""
@@ -58,7 +60,7 @@ class Merges:
             else:
                 names.append(source[0] or f"file {len(names) + 1}")
                 refs.append(names[-1])
-                parts.append((names[-1], source[1]))
+                parts.append((names[-1], str(source[1])))
         self.check("a merge", len(sources), stored)
         comment = f"# pprof-share: merged from {len(sources)} profiles: {', '.join(refs)}"
         job = {"op": "merge", "parts": parts, "comment": comment[:4000],

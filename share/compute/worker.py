@@ -31,7 +31,7 @@ from ..pprof.inflate import human_size
 from ..store import locate
 from . import protocol
 from .cache import ProfileCache, footprint
-from .ingest import ingest
+from .ingest import ingest, read_upload
 
 VIEW_GZIP_LEVEL = 6  # paid once per view; level 9 took 3-6x as long for 3-17% fewer bytes
 # Over 256 KiB (the flame graphs and top tables of large profiles, 0.8-2.2 MB of JSON) level 6
@@ -95,12 +95,13 @@ class Worker:
         if op == "ingest":
             self.progress("validating the profile")
             limits = pprof.Limits(**job["limits"])
+            # From the web tier's spool file; a blob to store goes to its other (compute.spool).
             parsed = pprof.parse(
-                job["data"], max_profile_bytes=job["max_profile_bytes"], limits=limits
+                read_upload(job["path"]), max_profile_bytes=job["max_profile_bytes"], limits=limits
             )
             if job.get("strip"):  # privacy: stored and hashed without those parts
                 parsed = pprof.strip(parsed, job["strip"])
-            result = ingest(parsed)
+            result = ingest(parsed, job["blob_path"])
             self.cache.put(result["id"], parsed, footprint(parsed))  # warm for its first view
             return result
         if op == "view":
@@ -122,19 +123,20 @@ class Worker:
         raise ValueError(f"unknown job {op!r}")
 
     def merge(self, job: dict[str, Any]) -> bytes:
-        """Stored profiles (ids) and files ((name, bytes)) merged as `go tool pprof -proto`
-        merges them, gzip-compressed as it writes them; their total size held to max_bytes."""
+        """Stored profiles (ids) and files ((name, spool file path)) merged as `go tool pprof
+        -proto` merges them, gzip-compressed as it writes them; their total size held to
+        max_bytes."""
         limits = pprof.Limits(**job["limits"])
         profiles, total = [], 0
         for part in job["parts"]:
             if isinstance(part, str):
                 parsed = self.profile(part, job)
             else:
-                name, data = part
+                name, path = part
                 self.progress(f"decoding {name}")
                 try:
                     parsed = pprof.parse(
-                        data, max_profile_bytes=job["max_profile_bytes"], limits=limits
+                        read_upload(path), max_profile_bytes=job["max_profile_bytes"], limits=limits
                     )
                 except ShareError as exc:
                     raise type(exc)(f"{name}: {exc.message}", exc.code) from None

@@ -7,6 +7,7 @@ report a missing key as FileNotFoundError, so no caller imports botocore.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from typing import Protocol
 
@@ -14,6 +15,9 @@ from typing import Protocol
 class BlobStore(Protocol):
     def put(self, key: str, data: bytes) -> None:
         """Store data under key, atomically: readers see all of it or nothing."""
+
+    def put_file(self, key: str, path: str | os.PathLike[str]) -> None:
+        """Store the file's bytes under key, as put does, reading them a piece at a time."""
 
     def get(self, key: str) -> bytes:
         """The bytes under key; FileNotFoundError if there are none."""

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import itertools
 import os
+import shutil
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 _COUNT = itertools.count()
+COPY_CHUNK = 1 << 20  # put_file copies a large upload a MiB at a time
 
 
 class LocalBlobStore:
@@ -25,6 +28,17 @@ class LocalBlobStore:
         return self.root / key[:2] / key
 
     def put(self, key: str, data: bytes) -> None:
+        self._write(key, lambda out: out.write(data))
+
+    def put_file(self, key: str, path: str | os.PathLike[str]) -> None:
+        def copy(out: BinaryIO) -> None:
+            with open(path, "rb") as source:
+                shutil.copyfileobj(source, out, COPY_CHUNK)
+
+        self._write(key, copy)
+
+    def _write(self, key: str, fill: Callable[[BinaryIO], object]) -> None:
+        """A temporary file in the key's shard, filled, then renamed into place."""
         path = self._path(key)
         # A name of our own (process, thread, count) instead of mkstemp's random tries, and a
         # mkdir only for a shard's first blob: together 0.3 ms of a small upload's 1.5 ms.
@@ -37,7 +51,7 @@ class LocalBlobStore:
             fd = os.open(tmp, flags, 0o600)
         try:
             with os.fdopen(fd, "wb") as out:
-                out.write(data)
+                fill(out)
             os.replace(tmp, path)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)

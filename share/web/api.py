@@ -1,24 +1,42 @@
-"""Upload endpoints, raw download, delete and the record as JSON. Thin: each calls the core."""
+"""Upload endpoints, raw download, delete and the record as JSON. Thin: each calls the core.
+
+An upload's body lands in a spool file as it arrives (share.compute.spool), never whole in
+memory. A raw body (POST or PUT, with a Content-Length or chunked) is copied from the input
+stream a piece at a time and refused with 413 as soon as it passes SHARE_MAX_UPLOAD_BYTES:
+before a byte is read when its Content-Length says so, else the moment the bytes read pass
+it; nothing past the limit is read (the connection closes after the answer: web.errors). A
+form's file parts are written by werkzeug's form parser to spool files of ours instead of its
+anonymous temporary files, so that the compute process opens them by name. A request's spool
+files are removed when it ends (Flask closes it): answered, refused, failed, or abandoned.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import shutil
+import tempfile
 from datetime import UTC, datetime
-from typing import Any
+from pathlib import Path
+from typing import IO, Any, cast
 from urllib.parse import quote
 
-from flask import Response, current_app, jsonify, redirect, request
+from flask import Request, Response, current_app, jsonify, redirect, request
+from werkzeug.datastructures import FileStorage
+from werkzeug.exceptions import ClientDisconnected
 from werkzeug.routing import BaseConverter
 
 from .. import pprof
 from ..analysis.model import kind
 from ..analysis.views import options
+from ..compute import spool
 from ..core import Share, Upload
 from ..errors import ShareError
 from ..store.meta import Record
 from . import limits
-from .errors import accepts_json, wants_html, wants_json
+from .errors import accepts_json, stop_reading, wants_html, wants_json
 
 TOKEN_COOKIE = "share_token_{}"
+SPOOL_CHUNK = 64 * 1024  # an upload is read, and spooled, this much at a time
 
 
 class ProfileIdConverter(BaseConverter):
@@ -148,6 +166,75 @@ def _reply(
     return response
 
 
+class UploadRequest(Request):
+    """Flask's request, whose uploads are in spool files that go when it is closed."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.spooled: list[IO[bytes]] = []
+
+    def new_spool_file(self) -> IO[bytes]:
+        """A spool file open for writing and reading, removed when the request is closed."""
+        file = tempfile.NamedTemporaryFile(prefix=spool.PREFIX)  # noqa: SIM115 - see close()
+        self.spooled.append(file)
+        return file
+
+    def _get_file_stream(
+        self,
+        total_content_length: int | None,
+        content_type: str | None,
+        filename: str | None = None,
+        content_length: int | None = None,
+    ) -> IO[bytes]:
+        """Where werkzeug's form parser writes each file part of a form."""
+        return self.new_spool_file()
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            for file in self.spooled:  # closing a NamedTemporaryFile removes it
+                with contextlib.suppress(OSError):
+                    file.close()
+            self.spooled.clear()
+
+
+def _spooling() -> UploadRequest:
+    return cast(UploadRequest, request._get_current_object())  # type: ignore[attr-defined]
+
+
+def body_file() -> Path:
+    """The request's raw body in a spool file: 413 past SHARE_MAX_UPLOAD_BYTES, and
+    ClientDisconnected (a 400) when it ends before its Content-Length."""
+    limit = current_app.config["SHARE"]["MAX_UPLOAD_BYTES"]
+    declared = request.content_length
+    if declared is not None and declared > limit:
+        stop_reading()
+        raise spool.too_large(declared, limit)
+    file, size, stream = _spooling().new_spool_file(), 0, request.stream
+    while chunk := stream.read(SPOOL_CHUNK):
+        size += len(chunk)
+        if size > limit:
+            stop_reading()
+            raise spool.too_large(None, limit)
+        file.write(chunk)
+    if declared is not None and size < declared:
+        raise ClientDisconnected()
+    file.flush()
+    return Path(file.name)
+
+
+def form_file(part: FileStorage) -> Path:
+    """Where a form's file part is: the spool file werkzeug's parser wrote it to."""
+    current = _spooling()
+    if not any(part.stream is file for file in current.spooled):  # not parsed by us: copy it
+        file = current.new_spool_file()
+        shutil.copyfileobj(part.stream, file, SPOOL_CHUNK)
+        part = FileStorage(file)
+    part.stream.flush()
+    return Path(part.stream.name)  # type: ignore[union-attr]
+
+
 def _admit_upload() -> None:
     """Before reading the body: the upload token, the Host links are built for, and the
     bytes-per-hour limit when Content-Length tells the size."""
@@ -168,14 +255,14 @@ def upload_post() -> Response:
             files = [f for f in request.files.values() if f.filename]
         if not files:
             raise ShareError("no file in the form: send it as the field 'file' (-F file=@p.pb.gz)")
-        data = files[0].read()
+        body = form_file(files[0])
         title = request.form.get("title", "") or files[0].filename or ""
     else:
-        data = request.get_data(cache=False)
+        body = body_file()
         title = request.headers.get("X-Title", "") or request.args.get("title", "")
-    limits.charge_upload_bytes(len(data))  # a chunked body, counted once read
+    limits.charge_upload_bytes(body.stat().st_size)  # a chunked body, counted once read
     spec = _strip_choice()
-    upload = share().upload(data, title=title, expires=_expiry_choice(), strip=spec)
+    upload = share().upload(body, title=title, expires=_expiry_choice(), strip=spec)
     return _reply(upload, title, spec)
 
 
@@ -187,8 +274,8 @@ def _merge_files() -> Response:
             "a merge takes the files as a form, each in a field 'file': "
             "curl -F file=@a.pb.gz -F file=@b.pb.gz 'HOST/?merge=1'"
         )
-    sources = [(f.filename or "", f.read()) for f in files]
-    limits.charge_upload_bytes(sum(len(data) for _, data in sources))
+    sources = [(f.filename or "", form_file(f)) for f in files]
+    limits.charge_upload_bytes(sum(path.stat().st_size for _, path in sources))
     title = request.form.get("title", "")
     return _reply(share().merge(sources, title=title, expires=_expiry_choice()), title)
 
@@ -214,12 +301,12 @@ def merge() -> Response:
 def upload_put(filename: str) -> Response:
     """curl -T p.pb.gz HOST/ sends PUT /p.pb.gz."""
     _admit_upload()
-    data = request.get_data(cache=False)
-    limits.charge_upload_bytes(len(data))
+    body = body_file()
+    limits.charge_upload_bytes(body.stat().st_size)
     title = request.headers.get("X-Title", "") or request.args.get("title", "") or filename
     spec = _strip_choice()
     return _reply(
-        share().upload(data, title=title, expires=_expiry_choice(), strip=spec), title, spec
+        share().upload(body, title=title, expires=_expiry_choice(), strip=spec), title, spec
     )
 
 

@@ -17,6 +17,7 @@ from .. import config
 from ..collections import open_collections
 from ..core import open_share
 from . import errors, limits, ops, routes
+from .api import UploadRequest
 from .csp import CONTENT_SECURITY_POLICY
 
 _HERE = Path(__file__).resolve().parent
@@ -37,6 +38,7 @@ def create_app(test_config: Mapping[str, Any] | None = None, *, check_stores: bo
     that boots (or is replaced) while a store is down must come up and answer 503s: failing
     to boot, it would make gunicorn stop the whole service."""
     app = Flask("share", template_folder=asset_dir("templates"), static_folder=asset_dir("static"))
+    app.request_class = UploadRequest  # uploads are spooled to files as they arrive
     overrides = dict(test_config or {})
     clock = overrides.pop("CLOCK", None)
     compute = overrides.pop("COMPUTE", None)  # a ComputePool to share (tests share one)

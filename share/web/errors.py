@@ -47,6 +47,16 @@ def render_error(code: int, message: str, retry_after: int | None = None) -> Res
     return response
 
 
+def stop_reading() -> None:
+    """Read no more of this request's body (one over the limit, or one that stopped arriving):
+    gunicorn then closes the connection after the answer, instead of reading the rest to keep
+    the connection alive."""
+    sock = request.environ.get("gunicorn.socket")
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RD)
+
+
 def init_app(app: Flask) -> None:
     """Register the handlers: ShareError and werkzeug's own HTTP errors share one renderer."""
 
@@ -56,6 +66,7 @@ def init_app(app: Flask) -> None:
 
     @app.errorhandler(RequestEntityTooLarge)
     def _too_large(_error: RequestEntityTooLarge) -> Response:
+        stop_reading()
         limit = app.config["SHARE"]["MAX_UPLOAD_BYTES"]
         return render_error(
             413, f"upload is over the limit of {human_bytes(limit)} (SHARE_MAX_UPLOAD_BYTES)"
@@ -65,10 +76,7 @@ def init_app(app: Flask) -> None:
     def _stopped(_error: ClientDisconnected) -> Response:
         # The body stopped arriving (silent for SHARE_CLIENT_TIMEOUT, or the client left):
         # answer, and let gunicorn close the connection after it instead of keeping it alive.
-        sock = request.environ.get("gunicorn.socket")
-        if sock is not None:
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RD)
+        stop_reading()
         return render_error(
             400, "the request's body stopped arriving before its end; nothing was stored"
         )
@@ -76,3 +84,15 @@ def init_app(app: Flask) -> None:
     @app.errorhandler(HTTPException)
     def _http_error(error: HTTPException) -> Response:
         return render_error(error.code or 500, error.description or error.name)
+
+    try:  # gunicorn's reader of a chunked body raises its own errors, not OSError
+        from gunicorn.http.errors import ParseException
+    except ImportError:
+        return
+
+    @app.errorhandler(ParseException)
+    def _bad_chunks(error: ParseException) -> Response:
+        stop_reading()
+        return render_error(
+            400, f"the chunked body is malformed or cut short ({error}); nothing was stored"
+        )

@@ -4,6 +4,7 @@ members and timeline."""
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -16,7 +17,7 @@ from ...collections.timeline import sample_type_of, timeline
 from ...errors import ShareError
 from ...store.collections.index import Collection, Member
 from .. import limits
-from ..api import _admit_upload, _reply, _strip_choice, base_url, rfc3339
+from ..api import _admit_upload, _reply, _strip_choice, base_url, body_file, form_file, rfc3339
 from ..errors import accepts_json, wants_json
 
 MEMBERS_LIMIT = 1000  # members listed by default (?limit= up to MEMBERS_MAX)
@@ -76,11 +77,11 @@ def _labels() -> dict[str, str]:
     return sel.parse_label_pairs(items)
 
 
-def _add(data: bytes, title: str) -> Response:
+def _add(file: Path, title: str) -> Response:
     cid = request.view_args["cid"]  # type: ignore[index]
     spec = _strip_choice()
     time_text = _field("time") or request.headers.get("X-Time")
-    upload, member, added = collections().add(cid, _token(), data, _labels(), time_text, strip=spec)
+    upload, member, added = collections().add(cid, _token(), file, _labels(), time_text, strip=spec)
     response = _reply(upload, title, spec)
     if response.is_json:
         body = response.get_json()
@@ -99,20 +100,20 @@ def add_post(cid: str) -> Response:
         files = [f for f in request.files.getlist("file") if f.filename or f.content_length]
         if not files:
             raise ShareError("no file in the form: send it as the field 'file' (-F file=@p.pb.gz)")
-        data = files[0].read()
+        body = form_file(files[0])
     else:
-        data = request.get_data(cache=False)
-    limits.charge_upload_bytes(len(data))
-    return _add(data, "")
+        body = body_file()
+    limits.charge_upload_bytes(body.stat().st_size)
+    return _add(body, "")
 
 
 def add_put(cid: str, filename: str) -> Response:
     """curl -T p.pb.gz -H 'X-Collection-Token: T' HOST/c/ID/"""
     _admit_upload()
     collections().load(cid)
-    data = request.get_data(cache=False)
-    limits.charge_upload_bytes(len(data))
-    return _add(data, filename)
+    body = body_file()
+    limits.charge_upload_bytes(body.stat().st_size)
+    return _add(body, filename)
 
 
 def delete(cid: str) -> Response:

@@ -17,24 +17,16 @@ import random
 from pathlib import Path
 
 from share.pprof._proto import profile_pb2
+from share.pprof.wire import uvarint
 
 CORPUS = Path(__file__).resolve().parent.parent / "tests" / "corpus" / "go-runtime"
 SOURCES = {"cpu": "cpu-large.pb.gz", "heap": "heap-large.pb.gz"}
 PERIOD_NS = 10_000_000  # a CPU sample: 10 ms
 
 
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte, n = n & 0x7F, n >> 7
-        out.append(byte | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
-
-
 def _field(number: int, payload: bytes) -> bytes:
     """A length-delimited protobuf field."""
-    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+    return uvarint(number << 3 | 2) + uvarint(len(payload)) + payload
 
 
 def _header(source: profile_pb2.Profile) -> profile_pb2.Profile:
@@ -97,10 +89,10 @@ class FleetProfiles:
             values = [weight, weight * PERIOD_NS]
         else:
             values = [weight, weight * 4096] * (self.values[kind] // 2)
-        sample = _field(1, _varint(self.leaf[target, kind]))
-        sample += _field(2, b"".join(_varint(v) for v in values))
+        sample = _field(1, uvarint(self.leaf[target, kind]))
+        sample += _field(2, b"".join(uvarint(v) for v in values))
         tag = f"fleet target-{target} {kind} {nth}".encode()
-        message = _field(6, tag) + _field(2, sample) + _varint(9 << 3) + _varint(when_ns)
+        message = _field(6, tag) + _field(2, sample) + uvarint(9 << 3) + uvarint(when_ns)
         return gzip.compress(message, 1, mtime=0)
 
     def size(self, kind: str) -> int:

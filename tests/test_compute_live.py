@@ -26,15 +26,6 @@ from conftest import CORPUS, backend_settings, start_server, stop
 LIMIT_SECONDS = 10
 
 
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte, n = n & 0x7F, n >> 7
-        out.append(byte | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
-
-
 def many_samples(n: int) -> bytes:
     """n one-frame samples in a few KB of gzip: ~6 bytes each once inflated."""
     p = profile_pb2.Profile(string_table=["", "samples", "count", "f"])

@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from share.compute import spool
+from share.pprof.wire import uvarint
 from share.store import locate
 from share.store.s3 import MULTIPART_BYTES
 
@@ -32,15 +33,6 @@ from conftest import CORPUS, backend_settings, start_server, stop, unique_profil
 MiB = 1 << 20
 UPLOAD_BYTES = 64 * MiB  # SHARE_MAX_UPLOAD_BYTES' default: the largest upload taken
 GROWTH_LIMIT = 32_000_000  # issue 18: four concurrent 64 MiB uploads grow a worker by < 32 MB
-
-
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte, n = n & 0x7F, n >> 7
-        out.append(byte | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
 
 
 STORED_BLOCK = 65535  # the most a deflate block of stored (uncompressed) bytes holds
@@ -69,16 +61,16 @@ def big_profile(size: int, tag: str) -> bytes:
     unreferenced entries of random text. It validates in well under a second, so that the
     uploads' time goes to moving their bytes."""
     base = gzip.decompress((CORPUS / "go-runtime/heap.pb.gz").read_bytes())
-    base += b"\x32" + _varint(len(tag)) + tag.encode()
+    base += b"\x32" + uvarint(len(tag)) + tag.encode()
     blocks = -(-(size - 18) // (STORED_BLOCK + 5))
     room = size - 18 - 5 * blocks - len(base)  # what the extra entries take, framing and all
     text, entries, used = noise(size), [], 0
     while (rest := room - used) > 0:
         length = 1 << 20
         if rest <= length + 16:  # the last: exactly what is left, framing included
-            fits = [rest - 1 - k for k in (1, 2, 3) if len(_varint(rest - 1 - k)) == k]
+            fits = [rest - 1 - k for k in (1, 2, 3) if len(uvarint(rest - 1 - k)) == k]
             length = fits[0] if fits else 0  # (none at a varint's edge: an empty one first)
-        entries.append(b"\x32" + _varint(length) + text[used : used + length])
+        entries.append(b"\x32" + uvarint(length) + text[used : used + length])
         used += len(entries[-1])
     data = stored_gzip(base + b"".join(entries), blocks)
     assert len(data) == size, (len(data), size)

@@ -332,7 +332,8 @@ def test_a_body_over_the_limit_is_refused_without_reading_it(
     finally:
         sock.close()
     assert status == 413 and b"upload over the limit of 64 MiB" in reply, reply
-    assert sent[0] < UPLOAD_BYTES + 64 * MiB  # it could not send it all: nobody read it
+    # Nobody read the rest: what the worker read, from /proc. (Whether the client could send it
+    # all is the kernel's business once the read side is shut: it failed one fresh-clone run.)
     assert bytes_read(worker) - read_before < UPLOAD_BYTES + 4 * MiB
     assert no_spool_files_within(spool_dir)
 

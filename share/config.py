@@ -31,6 +31,9 @@ DEFAULTS: dict[str, Any] = {
     "MAX_EXPIRY": "never",
     # Compute processes per app instance for parsing and analysis (0: one per CPU).
     "ANALYSIS_WORKERS": 0,
+    # Compute processes per app instance that only validate uploads, so that an upload never
+    # waits behind an analysis or a merge (0: uploads are validated on the analysis processes).
+    "INGEST_WORKERS": 1,
     # Wall time one parse or analysis may take; past it its process is killed and replaced.
     "ANALYSIS_SECONDS": 30,
     # Address space of each compute process (RLIMIT_AS); past it the job fails clearly.
@@ -160,6 +163,20 @@ def host_list(text: str) -> tuple[str, ...]:
     return tuple(part.strip().lower() for part in str(text).split(",") if part.strip())
 
 
+def _processes(settings: Mapping[str, Any], name: str, zero: str) -> int:
+    """A count of compute processes: an integer >= 0 (zero meaning `zero`)."""
+    value = settings[name]
+    try:
+        count = int(value)
+        if count < 0:
+            raise ValueError
+        return count
+    except (TypeError, ValueError):
+        raise ConfigError(
+            f"SHARE_{name}={value!r}: expected a number of processes (0: {zero})"
+        ) from None
+
+
 def load(environ: Mapping[str, str], overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Defaults, then SHARE_* variables of environ, then overrides; checked and typed."""
     settings = dict(DEFAULTS)
@@ -188,15 +205,10 @@ def load(environ: Mapping[str, str], overrides: Mapping[str, Any] | None = None)
             f"SHARE_ANALYSIS_SECONDS={settings['ANALYSIS_SECONDS']!r}: expected a positive "
             "number of seconds"
         ) from None
-    try:
-        settings["ANALYSIS_WORKERS"] = int(settings["ANALYSIS_WORKERS"])
-        if settings["ANALYSIS_WORKERS"] < 0:
-            raise ValueError
-    except (TypeError, ValueError):
-        raise ConfigError(
-            f"SHARE_ANALYSIS_WORKERS={settings['ANALYSIS_WORKERS']!r}: expected a number of "
-            "processes (0: one per CPU)"
-        ) from None
+    settings["ANALYSIS_WORKERS"] = _processes(settings, "ANALYSIS_WORKERS", "one per CPU")
+    settings["INGEST_WORKERS"] = _processes(
+        settings, "INGEST_WORKERS", "uploads are validated on the analysis processes"
+    )
     precompute = str(settings["PRECOMPUTE"]).strip().lower()
     if precompute not in ("on", "off"):
         raise ConfigError(f"SHARE_PRECOMPUTE={settings['PRECOMPUTE']!r}: expected on or off")

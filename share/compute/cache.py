@@ -62,6 +62,8 @@ class ProfileCache:
         return item[0]
 
     def put(self, key: str, value: Any, size: int) -> None:
+        if self.max_bytes <= 0:  # an ingest process's: keeps nothing (else the one in use)
+            return
         self._items[key] = (value, size)
         self._items.move_to_end(key)
         self.trim(keep=key)

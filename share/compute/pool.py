@@ -6,19 +6,27 @@ names its directory in $PPROF_SHARE_COMPUTE_DIR: every worker of the instance th
 same processes, so a profile is warm for all of them. An app without one (the Flask test client,
 another WSGI server) starts a private Supervisor on first use.
 
-Each process listens on <directory>/compute-<i>.sock. A job about a profile goes to the process
-the profile's id hashes to — the same from every worker — or, right after its upload, to the
-process that validated it and holds it decoded. The pool waits at most SHARE_ANALYSIS_SECONDS
-for a process to take the job and as long again for the answer; past that, or when the process
-dies or runs out of memory, it is killed, the Supervisor starts another in its place, and the
-caller gets a ShareError saying what happened.
+Two kinds of process run the same program (share.compute.worker): SHARE_ANALYSIS_WORKERS analysis
+processes (slots 0 to n-1) and SHARE_INGEST_WORKERS ingest processes (the slots after them).
+Each listens on <directory>/compute-<slot>.sock. An upload's validation goes to the ingest
+processes in turn (`ingest_slot`), so it never waits behind an analysis or a merge; every other
+job goes to an analysis process: a job about a profile to the one the profile's id hashes to
+(`slot_of`) — the same from every worker — or to the one that validated it, when uploads share
+the analysis processes (SHARE_INGEST_WORKERS=0) and it holds it decoded; a job about no stored
+profile (a merge) to the next in turn (`next_slot`). An ingest process keeps nothing decoded:
+its uploads' views are answered by their analysis processes.
 
-Each process also listens on compute-<i>.background.sock, for work nobody waits for (the views
-precomputed after an upload, share.compute.precompute). Between jobs a process takes a waiting
-connection of its main socket before any of the background one, so a background job delays a
-view someone waits for by at most the one background job it is running. A background caller
-first reserves the process (`reserve`): it holds an idle process before it takes the view's
-lease, so a view that a teammate opens meanwhile is never left waiting behind a queued one.
+The pool waits at most SHARE_ANALYSIS_SECONDS for a process to take the job and as long again
+for the answer; past that, or when the process dies or runs out of memory, it is killed, the
+Supervisor starts another in its place, and the caller gets a ShareError saying what happened.
+
+Each process also listens on compute-<slot>.background.sock, for work nobody waits for (the
+views precomputed after an upload, share.compute.precompute: only analysis processes get any).
+Between jobs a process takes a waiting connection of its main socket before any of the
+background one, so a background job delays a view someone waits for by at most the one
+background job it is running. A background caller first reserves the process (`reserve`): it
+holds an idle process before it takes the view's lease, so a view that a teammate opens
+meanwhile is never left waiting behind a queued one.
 """
 
 from __future__ import annotations
@@ -46,6 +54,7 @@ DIRECTORY_ENV = "PPROF_SHARE_COMPUTE_DIR"
 ELEMENT_LIMITS = ("SAMPLES", "LOCATIONS", "FUNCTIONS", "MAPPINGS", "STRINGS", "LABELS", "FRAMES")
 _PROCESS_SETTINGS = ("ANALYSIS_MEMORY", "ANALYSIS_CACHE_BYTES")
 _WATCH_SECONDS = 0.05  # how soon a dead process is replaced
+INGEST = "ingest"  # the worker's argument that makes it an ingest process (visible in ps)
 
 
 class AnalysisFailed(ShareError):
@@ -73,7 +82,14 @@ def job_settings(settings: dict[str, Any]) -> dict[str, Any]:
 
 
 def pool_size(settings: dict[str, Any]) -> int:
+    """Analysis processes: SHARE_ANALYSIS_WORKERS, else one per CPU."""
     return int(settings.get("ANALYSIS_WORKERS") or os.cpu_count() or 1)
+
+
+def ingest_size(settings: dict[str, Any]) -> int:
+    """Ingest processes: SHARE_INGEST_WORKERS (settings without it: none, uploads share the
+    analysis processes)."""
+    return int(settings.get("INGEST_WORKERS") or 0)
 
 
 def socket_path(directory: str, index: int, background: bool = False) -> str:
@@ -81,10 +97,12 @@ def socket_path(directory: str, index: int, background: bool = False) -> str:
 
 
 class Supervisor:
-    """Starts the compute processes and starts another whenever one ends."""
+    """Starts the compute processes and starts another whenever one ends: the analysis
+    processes in slots 0 to analysis-1, the ingest processes after them."""
 
     def __init__(self, settings: dict[str, Any]) -> None:
-        self.size = pool_size(settings)
+        self.analysis = pool_size(settings)
+        self.size = self.analysis + ingest_size(settings)  # every process, ingest ones included
         self._directory: str | None = None  # made by start(): an app that never computes
         self._env = dict(
             os.environ,
@@ -118,9 +136,15 @@ class Supervisor:
             self._watcher = threading.Thread(target=self._watch, daemon=True, name="compute")
             self._watcher.start()
 
+    def role(self, i: int) -> str:
+        """What slot i's process does: "analysis" or "ingest"."""
+        return "analysis" if i < self.analysis else INGEST
+
     def _spawn(self, i: int) -> None:
+        path = socket_path(str(self._directory), i)
+        role = [INGEST] if self.role(i) == INGEST else []  # a replacement's too: it is the slot's
         self.procs[i] = subprocess.Popen(
-            [sys.executable, "-m", "share.compute.worker", socket_path(str(self._directory), i)],
+            [sys.executable, "-m", "share.compute.worker", path, *role],
             stdin=subprocess.PIPE, env=self._env,
             # Out of the terminal's process group: Ctrl+C or a group SIGTERM reaches the server,
             # which stops them itself (and they end with its pipe, however it ends).
@@ -175,12 +199,15 @@ class ComputePool:
     def __init__(self, settings: dict[str, Any], directory: str | None = None) -> None:
         self.settings = settings
         self.seconds = float(settings["ANALYSIS_SECONDS"])
-        self.size = pool_size(settings)
+        self.size = pool_size(settings)  # analysis processes: slots 0 to size-1
+        self.ingest_size = ingest_size(settings)  # ingest processes: the slots after them
         directory = directory or os.environ.get(DIRECTORY_ENV)
         self.supervisor = None if directory else Supervisor(settings)
         self._directory = directory
         self._turn = itertools.count()
-        self.warm: list[frozenset[str]] = [frozenset()] * self.size  # as last reported
+        self._ingest_turn = itertools.count()
+        # as last reported, per slot
+        self.warm: list[frozenset[str]] = [frozenset()] * (self.size + self.ingest_size)
 
     @property
     def directory(self) -> str:
@@ -196,11 +223,19 @@ class ComputePool:
             self.supervisor.stop()
 
     def next_slot(self) -> int:
-        """A process in turn, for a job about no stored profile (an upload)."""
+        """An analysis process in turn, for a job about no stored profile (a merge)."""
         return next(self._turn) % self.size
 
+    def ingest_slot(self) -> int:
+        """The process for an upload's validation: an ingest process in turn, never busy with
+        an analysis or a merge; without ingest processes, an analysis process in turn."""
+        if not self.ingest_size:
+            return self.next_slot()
+        return self.size + next(self._ingest_turn) % self.ingest_size
+
     def slot_of(self, profile: str) -> int:
-        """The process a profile's jobs go to: the same in every worker of the instance."""
+        """The analysis process a profile's jobs go to: the same in every worker of the
+        instance."""
         digest = hashlib.blake2b(profile.encode(), digest_size=8).digest()
         return int.from_bytes(digest, "big") % self.size
 

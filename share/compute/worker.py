@@ -1,4 +1,6 @@
-"""A compute process: `python -m share.compute.worker SOCKET`, started by pool.Supervisor.
+"""A compute process: `python -m share.compute.worker SOCKET [ingest]`, started by
+pool.Supervisor. With `ingest` it is an ingest process: it answers the same jobs, but the pool
+sends it only uploads' validations, and it keeps no profile decoded (nothing asks it again).
 
 It listens on a Unix socket and answers one connection's job at a time (a web worker connects,
 sends a job, reads the answer), and exits when its supervisor goes away. Its address space is
@@ -32,6 +34,7 @@ from ..store import locate
 from . import protocol
 from .cache import ProfileCache, footprint
 from .ingest import ingest, read_upload
+from .pool import INGEST
 
 VIEW_GZIP_LEVEL = 6  # paid once per view; level 9 took 3-6x as long for 3-17% fewer bytes
 # Over 256 KiB (the flame graphs and top tables of large profiles, 0.8-2.2 MB of JSON) level 6
@@ -228,8 +231,11 @@ def _listen(path: str) -> socket.socket:
 
 
 def main(argv: list[str]) -> int:
-    """python -m share.compute.worker SOCKET_PATH, settings in $PPROF_SHARE_COMPUTE."""
+    """python -m share.compute.worker SOCKET_PATH [ingest], settings in $PPROF_SHARE_COMPUTE."""
     settings = json.loads(os.environ["PPROF_SHARE_COMPUTE"])
+    ingest_only = argv[2:] == [INGEST]
+    if ingest_only:  # its uploads' views go to analysis processes: a warm copy would serve none
+        settings["ANALYSIS_CACHE_BYTES"] = 0
     limit = int(settings["ANALYSIS_MEMORY"])
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     path = argv[1]
@@ -239,7 +245,7 @@ def main(argv: list[str]) -> int:
             f"share/pprof/{scan.LIBRARY} is not built: profiles are decoded on the pure-Python "
             "path, about 3x slower (reinstall pprof-share where a C compiler is installed)"
         )
-    log("ready")  # imports done, listening (bench/compute.py waits for it)
+    log("ready (ingest)" if ingest_only else "ready")  # imports done, listening (bench/compute.py)
     Worker(settings).serve(*listeners)
     return 0
 

@@ -156,7 +156,7 @@ class Share:
         seconds = self.expiry_seconds(expires)
         limit = self.settings["MAX_UPLOAD_BYTES"]
         with spool.holding(source, limit) as path, spool.new_file(".gz") as made:
-            slot = self.compute.next_slot()
+            slot = self.compute.ingest_slot()  # never behind an analysis or a merge
             facts = self._validate(path, made, slot, strip)
             blob = made if facts["blob"] is not None else path
             try:

@@ -6,10 +6,13 @@ How it is scheduled, so that a burst of uploads never starves views someone wait
   it the oldest is dropped, and the newest is warmed first: the newest links are the ones
   about to be opened. One thread (a greenlet under gunicorn's gevent worker) works through it,
   one view at a time.
-- A view is computed on the profile's compute process (the one that validated it and holds it
-  decoded) through that process's background socket: between jobs a process takes every
-  waiting connection of its main socket (uploads, views someone waits for) before a background
-  one, so a precompute delays them by at most the one view it is running.
+- A view is computed on the profile's analysis process (the one its id hashes to, which then
+  fetches and decodes it, and answers its every later view; with SHARE_INGEST_WORKERS=0, the
+  one that validated it and holds it decoded) through that process's background socket:
+  between jobs a process takes every waiting connection of its main socket (views someone
+  waits for, merges; uploads, when they share it) before a background one, so a precompute
+  delays them by at most the one view it is running. Ingest processes get no background work:
+  an upload waits for none.
 - Before it takes the view's lease the thread reserves the process (share.compute.pool), and it
   gives way — computes nothing — when the view is cached, being computed by anyone, or the
   process stays busy for WAIT_SECONDS. A teammate who opens the link meanwhile computes the

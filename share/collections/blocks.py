@@ -1,12 +1,20 @@
 """Pre-merged blocks: a range of a collection costs blocks, not members.
 
 As Pyroscope's segment trees do, the members of a selection are kept merged in aligned time
-windows at a few resolutions (RESOLUTIONS: 1 min, 10 min, 1 h, 1 day). A range is covered by
-the largest windows that fit inside it, smaller ones towards its edges, and the loose members
-left at the edges (cover()); the merge of those parts is the selection's profile. A block of
-one resolution is the merge of the blocks of the next smaller one inside it (the smallest:
-of its members), so no merge has more than a few dozen parts; merges of more than
-SHARE_MERGE_MAX_PROFILES parts are merged in chunks, then merged again.
+windows at a few resolutions (RESOLUTIONS: 10 s, 1 min, 10 min, 1 h, 1 day). A range is covered
+by the largest windows that fit inside it, smaller ones towards its edges, and the loose members
+left at the edges (cover()); the merge of those parts is the selection's profile. An open end
+of a range (no from=, no to=) reaches past every member, so there any window fits: the default
+selection of a collection within one day is its day's block alone. A block of one resolution
+is the merge of the blocks of the next smaller one inside it (the smallest: of its members), so
+no merge has more than a few dozen parts; merges of more than SHARE_MERGE_MAX_PROFILES parts
+are merged in chunks, then merged again.
+
+Blocks grow as a fleet adds: the window that is filling now changes with every add, and its
+block is not merged again from its parts but extended, when the members it holds are the first
+ones of the window now (a digest of their keys says so) and fewer than a merge's worth are new:
+the new block is the old one merged with the new members (extension()). So a fleet's adds cost
+each member one merge per level a view asks for, not one per view.
 
 Blocks are kept per kind and label selector (the whole collection when the selector is empty,
 one series when it names one) as ordinary stored profiles, indexed as collection entries with
@@ -22,11 +30,14 @@ import hashlib
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..core import Share
 from ..store.collections.index import Collection, CollectionIndex, Member
 
-RESOLUTIONS = (60, 600, 3600, 86400)
+RESOLUTIONS = (10, 60, 600, 3600, 86400)
+GROWING_SECONDS = 3600  # the most a block or selection of a window still filling is kept
+SETTLED_AFTER = 300  # a window that ended this long ago takes no more members, as a rule
 BLOCK_TITLE = "block of collection {cid}: {kind}, {res} s from {t0}"
 
 
@@ -42,6 +53,7 @@ class Plan:
     members: int  # members selected
     blocks: int  # parts that are blocks
     built: int = 0  # blocks built for this plan
+    extended: int = 0  # of those, blocks extended with new members rather than merged anew
 
 
 class Blocks:
@@ -64,13 +76,14 @@ class Blocks:
         end: float | None,
     ) -> Plan:
         """The parts of the selection's members (sorted by time, all of one kind and selector)
-        in [start, end); None: the members' own span."""
+        in [start, end); None: open, past every member (to the largest windows' edge)."""
         plan = Plan([], len(members), 0)
         if not members:
             return plan
         times = [m.time for m in members]
-        lo = times[0] if start is None else start
-        hi = math.nextafter(times[-1], math.inf) if end is None else end
+        top = RESOLUTIONS[-1]
+        lo = math.floor(times[0] / top) * top if start is None else start
+        hi = (math.floor(times[-1] / top) + 1) * top if end is None else end
         self._cover(c, selector, kind, members, times, lo, hi, len(RESOLUTIONS) - 1, plan)
         return plan
 
@@ -126,53 +139,102 @@ class Blocks:
         i, j = bisect.bisect_left(times, t0), bisect.bisect_left(times, t0 + res)
         want = digest([m.key for m in members[i:j]])
         key = f"b|{kind}|{digest([selector])[:12]}|{res}|{t0}"
-        found = self._valid(c.id, key, want)
-        if found:
-            return found
+        growing = self.growing(t0 + res)
+        entry = self.index.entry_get(c.id, key)
+        if self._holds(entry, want):
+            if not growing:
+                self._settle(c, entry["pid"])  # type: ignore[index]
+            return entry["pid"]  # type: ignore[index]
         # Its parts first, each under a lease of its own: a lease is held for one merge only,
         # never while smaller blocks are built (others wait on it at most that long).
         sub = Plan([], j - i, 0)
-        if level == 0:
+        grown = self.extension(entry, members[i:j])
+        if grown is not None:
+            sub.parts = grown
+        elif level == 0:
             sub.parts = [m.pid for m in members[i:j]]
         else:
             window = (members[i:j], times[i:j])
             self._cover(c, selector, kind, *window, t0, t0 + res, level - 1, sub)
         with self.share.leases.hold(f"collection:{c.id}:{key}", "a block of the collection"):
-            found = self._valid(c.id, key, want)  # another instance built it meanwhile
-            if found:
-                return found
+            entry = self.index.entry_get(c.id, key)  # another instance built it meanwhile
+            if self._holds(entry, want):
+                return entry["pid"]  # type: ignore[index]
             title = BLOCK_TITLE.format(cid=c.id, kind=kind, res=res, t0=t0)
-            pid = self.merged(c, sub.parts, title)
+            pid = self.merged(c, sub.parts, title, growing)
             plan.built += 1 + sub.built
+            plan.extended += sub.extended + (grown is not None)
             self.index.entry_put(c.id, key, {"pid": pid, "digest": want, "members": j - i})
             return pid
 
-    def _valid(self, cid: str, key: str, want: str) -> str | None:
-        entry = self.index.entry_get(cid, key)
-        if entry is None or entry.get("digest") != want:
+    def _holds(self, entry: dict[str, Any] | None, want: str) -> bool:
+        """Whether a block's entry holds exactly the members whose keys' digest is want."""
+        return entry is not None and entry.get("digest") == want and self.live(entry["pid"])
+
+    def extension(self, entry: dict[str, Any] | None, members: list[Member]) -> list[str] | None:
+        """The parts of members' block made from the block an entry holds: its profile and the
+        members after those it holds, when it holds the first of members (in time order) and
+        fewer than a merge's worth are new; else None (merge the block anew)."""
+        if entry is None:
             return None
-        pid = entry["pid"]
-        return pid if self.live(pid) else None
+        held = int(entry.get("members", 0))
+        new = members[held:]
+        if held < 1 or not new or len(new) >= self.chunk:
+            return None
+        if entry.get("digest") != digest([m.key for m in members[:held]]):
+            return None
+        if not self.live(entry["pid"]):
+            return None
+        return [entry["pid"], *(m.pid for m in new)]
 
     def live(self, pid: str) -> bool:
         record = self.share.meta.load(pid)
         now = self.share.clock()
         return record is not None and (record.expires_at is None or record.expires_at > now)
 
+    # --- expiry -------------------------------------------------------------------------
+    def growing(self, end: float) -> bool:
+        """Whether a window ending at end may still take members (and its block be
+        superseded): one that ended less than SETTLED_AFTER ago, or has not ended."""
+        return end > self.share.clock() - SETTLED_AFTER
+
+    def _expires(self, c: Collection, growing: bool) -> str:
+        """The expiry a block or selection is stored with: its collection's members', or at
+        most GROWING_SECONDS while it grows, so that those superseded go soon."""
+        kept = self.expires(c)
+        if not growing:
+            return kept
+        seconds = self.share.expiry_seconds(kept)
+        return kept if seconds is not None and seconds <= GROWING_SECONDS else f"{GROWING_SECONDS}s"
+
+    def _settle(self, c: Collection, pid: str) -> None:
+        """A block stored while it grew, found whole once its window has settled: it keeps
+        its collection's members' expiry from now on."""
+        record = self.share.meta.load(pid)
+        now = self.share.clock()
+        if record is None or record.expires_at is None:
+            return
+        if record.expires_at - now > 2 * GROWING_SECONDS:
+            return
+        seconds = self.share.expiry_seconds(self.expires(c))
+        self.share.meta.extend_expiry(pid, None if seconds is None else now + seconds)
+
     # --- merging ------------------------------------------------------------------------
-    def merged(self, c: Collection, parts: list[str], title: str) -> str:
-        """The stored profile of parts merged (chunk by chunk beyond the merge limit)."""
+    def merged(self, c: Collection, parts: list[str], title: str, growing: bool = False) -> str:
+        """The stored profile of parts merged (chunk by chunk beyond the merge limit); growing:
+        it will soon be superseded (a block or selection of a window still filling)."""
+        expires = self._expires(c, growing)
         level = list(parts)
         while len(level) > 1:
             level = [
-                self._merge_one(c, level[k : k + self.chunk], title)
+                self._merge_one(level[k : k + self.chunk], title, expires)
                 for k in range(0, len(level), self.chunk)
             ]
         return level[0]
 
-    def _merge_one(self, c: Collection, pids: list[str], title: str) -> str:
+    def _merge_one(self, pids: list[str], title: str, expires: str) -> str:
         if len(pids) == 1:
             return pids[0]
         data = self.share.merges.merge_ids(pids)
-        upload = self.share.upload(data, title=title, expires=self.expires(c), precompute=False)
+        upload = self.share.upload(data, title=title, expires=expires, precompute=False)
         return upload.record.id

@@ -26,6 +26,7 @@ MAX_SELECTOR = 4096
 OPERATORS = ("=~", "!~", "!=", "=")
 SELECTION_PARAMS = ("from", "to", "match", "kind")
 BASE_PARAMS = ("base_from", "base_to", "base_match")
+RELATIVE_STEP = 10  # seconds: `now-1h` is rounded down to these (the finest block)
 
 
 class SelectionError(ShareError):
@@ -35,7 +36,9 @@ class SelectionError(ShareError):
 
 
 def parse_time(text: str, what: str, now: float) -> float:
-    """RFC 3339, unix seconds, `now` or `now-DURATION` -> epoch seconds."""
+    """RFC 3339, unix seconds, `now` or `now-DURATION` -> epoch seconds. `now-DURATION` is
+    rounded down to whole RELATIVE_STEP seconds: the views of `from=now-1h` asked within the
+    same 10 s are one selection (one merge, one cache entry), and it starts on a block's edge."""
     value = text.strip()
     if value == "now":
         return now
@@ -46,7 +49,7 @@ def parse_time(text: str, what: str, now: float) -> float:
             seconds = None
         if seconds is None:
             raise SelectionError(f"{what}={text!r}: not a time (now-1h, RFC 3339 or unix seconds)")
-        return now - seconds
+        return math.floor((now - seconds) / RELATIVE_STEP) * RELATIVE_STEP
     try:
         number = float(value)
     except ValueError:

@@ -16,6 +16,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..config import parse_duration
 from ..core import Share, Upload, new_token, token_hash
@@ -251,7 +252,15 @@ class Collections:
     def _merged(self, c: Collection, s: sel.Selection, kind: str | None) -> tuple[str | None, Plan]:
         members = [m for m in self.members(c, s) if m.kind == kind]
         selector = ",".join(sorted(str(m) for m in s.matchers))
-        plan = self.blocks.plan(c, selector, kind or "", members, s.start, s.end)
+        if s.end is None and members:
+            return self._open(c, s, selector, kind or "", members)
+        return self._planned(c, s, selector, kind or "", members)
+
+    def _planned(
+        self, c: Collection, s: sel.Selection, selector: str, kind: str, members: list[Member]
+    ) -> tuple[str | None, Plan]:
+        """The selection merged from the blocks and loose members that cover it."""
+        plan = self.blocks.plan(c, selector, kind, members, s.start, s.end)
         if not plan.parts:
             return None, plan
         if len(plan.parts) == 1:
@@ -265,9 +274,40 @@ class Collections:
             if entry is not None and self.blocks.live(entry["pid"]):
                 return entry["pid"], plan
             title = SELECTION_TITLE.format(cid=c.id, n=plan.members)
-            pid = self.blocks.merged(c, plan.parts, title)
+            growing = s.end is None or self.blocks.growing(s.end)
+            pid = self.blocks.merged(c, plan.parts, title, growing)
             self.index.entry_put(c.id, key, {"pid": pid})
             return pid, plan
+
+    def _open(
+        self, c: Collection, s: sel.Selection, selector: str, kind: str, members: list[Member]
+    ) -> tuple[str | None, Plan]:
+        """A selection with no end, which every add extends (the default one, `from=now-1h`):
+        what it merged to before, extended with the members added since when they are few
+        (blocks.Blocks.extension), else merged from blocks; kept as an entry either way."""
+        key = "o|" + digest([kind, selector, repr(s.start)])
+        want = digest([m.key for m in members])
+        entry = self.index.entry_get(c.id, key)
+        if self._current(entry, want):
+            return entry["pid"], Plan([entry["pid"]], len(members), 1)  # type: ignore[index]
+        grown = self.blocks.extension(entry, members)
+        if grown is None:
+            pid, plan = self._planned(c, s, selector, kind, members)
+        else:
+            plan = Plan(grown, len(members), 1, built=1, extended=1)
+            with self.share.leases.hold(f"collection:{c.id}:{key}", "the collection's selection"):
+                entry = self.index.entry_get(c.id, key)
+                if self._current(entry, want):
+                    return entry["pid"], Plan([entry["pid"]], len(members), 1)  # type: ignore[index]
+                title = SELECTION_TITLE.format(cid=c.id, n=plan.members)
+                pid = self.blocks.merged(c, grown, title, growing=True)
+        if pid is not None:
+            self.index.entry_put(c.id, key, {"pid": pid, "digest": want, "members": len(members)})
+        return pid, plan
+
+    def _current(self, entry: dict[str, Any] | None, want: str) -> bool:
+        """Whether an open selection's entry holds exactly the members of digest want."""
+        return entry is not None and entry.get("digest") == want and self.blocks.live(entry["pid"])
 
     def resolve(self, cid: str, args: dict[str, str]) -> Resolved:
         """The request's selection (and base selection) as stored profiles."""
@@ -286,7 +326,10 @@ class Collections:
     def warm_later(self, cid: str) -> None:
         """Build the blocks of the collection's default view off the request path, once
         for a burst of adds (a flag set while a warm-up runs asks for one more), then have
-        the views its page asks for first precomputed (share.compute.precompute)."""
+        the views its page asks for first precomputed (share.compute.precompute); not at all
+        with SHARE_PRECOMPUTE=off."""
+        if not self.share.precompute.enabled:
+            return
         with self._lock:
             if cid in self._warming:
                 self._warming[cid] = True

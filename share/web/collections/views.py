@@ -72,7 +72,7 @@ def selection_doc(cid: str) -> Response:
         "profile": found.pid, "profile_url": f"{base_url()}/{found.pid}",
         "base": found.base, "base_url": f"{base_url()}/{found.base}" if found.base else None,
         "kind": found.kind, "members": found.plan.members, "parts": len(found.plan.parts),
-        "blocks": found.plan.blocks,
+        "blocks": found.plan.blocks, "built": found.plan.built, "extended": found.plan.extended,
         "base_members": found.base_plan.members if found.base_plan else None,
     }  # fmt: skip
     return jsonify(doc)

@@ -1,0 +1,145 @@
+"""A collection's blocks as a fleet fills them: a window still filling is extended with the
+members added since, not merged anew; an open selection (no to=) likewise; whatever was
+extended answers what a plain merge of the members answers; a late member or a pruned one
+makes the block whole again; relative times round to 10 s; blocks that are still growing are
+stored for an hour at most, and keep the collection's expiry once their window has settled."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from share.collections import blocks as blocks_module
+from share.collections.selection import parse_time
+
+from conftest import make_app, unique_profile
+
+OPEN = {"RATE_UPLOADS": "off", "RATE_UPLOAD_BYTES": "off", "RATE_DELETES": "off"}
+BASES = ["go-runtime/cpu-small.pb.gz", "go-runtime/cpu-labels.pb.gz"]
+
+
+@pytest.fixture
+def client(backend: dict[str, Any]):  # type: ignore[no-untyped-def]
+    return make_app({**backend, **OPEN}).test_client()
+
+
+def create(client: Any, **body: str) -> tuple[str, str]:
+    r = client.post("/api/v1/collections", json=body, headers={"Accept": "application/json"})
+    assert r.status_code == 201, r.data
+    return r.json["id"], r.json["token"]
+
+
+def add(client: Any, cid: str, token: str, tag: str, at: float, pod: str = "a") -> str:
+    r = client.post(
+        f"/c/{cid}",
+        query_string=[("label", f"pod={pod}"), ("time", f"{at:.3f}")],
+        data=unique_profile(tag, BASES[len(tag) % 2]),
+        headers={"X-Collection-Token": token},
+    )
+    assert r.status_code == 201, r.data
+    return r.data.decode().strip().rsplit("/", 1)[1]
+
+
+def top(client: Any, path: str, **query: str) -> str:
+    r = client.get(path, query_string=query, headers={"Accept": "*/*"})
+    assert r.status_code == 200, r.data
+    return r.data.decode()
+
+
+def plain_merge_top(client: Any, pids: list[str]) -> str:
+    r = client.post(
+        "/api/v1/merge", json={"profiles": pids}, headers={"Accept": "application/json"}
+    )
+    assert r.status_code in (200, 201), r.data
+    return top(client, f"/{r.json['id']}/top")
+
+
+def selection(client: Any, cid: str, **query: str) -> dict[str, Any]:
+    r = client.get(f"/api/v1/collections/{cid}/selection", query_string=query)
+    assert r.status_code == 200, r.data
+    return r.json  # type: ignore[no-any-return]
+
+
+def test_an_open_selection_is_extended_with_the_members_added_since(client: Any) -> None:
+    cid, token = create(client)
+    base = (int(time.time()) // 60 - 1) * 60  # every member in one 10 s window, in the past
+    pids = [add(client, cid, token, f"open{i}", base + 1 + i) for i in range(3)]
+    first = selection(client, cid)
+    assert first["members"] == 3 and first["extended"] == 0
+    assert top(client, f"/c/{cid}/top") == plain_merge_top(client, pids)
+    again = selection(client, cid)
+    assert again["profile"] == first["profile"] and again["built"] == 0  # nothing new: as it was
+    pids += [add(client, cid, token, f"open{i}", base + 1 + i) for i in range(3, 5)]
+    grown = selection(client, cid)
+    assert grown["members"] == 5 and grown["extended"] == 1 and grown["parts"] == 3
+    assert top(client, f"/c/{cid}/top") == plain_merge_top(client, pids)
+    # A member earlier than those the selection (and every block) holds: merged anew.
+    pids.append(add(client, cid, token, "early", base + 0.5))
+    whole = selection(client, cid)
+    assert whole["members"] == 6 and whole["extended"] == 0
+    assert top(client, f"/c/{cid}/top") == plain_merge_top(client, pids)
+
+
+def test_a_block_still_filling_is_extended_and_answers_as_a_plain_merge(client: Any) -> None:
+    cid, token = create(client)
+    t0 = (int(time.time()) // 60 - 30) * 60  # a whole minute, half an hour ago
+    query = {"from": str(t0 - 60), "to": str(t0 + 120)}  # the minute is a block of it
+    pids = [add(client, cid, token, f"fill{i}", t0 + 1 + i) for i in range(3)]
+    first = selection(client, cid, **query)
+    assert first["blocks"] == 1 and first["built"] >= 1 and first["extended"] == 0
+    pids += [add(client, cid, token, f"fill{i}", t0 + 20 + i) for i in range(3, 5)]
+    grown = selection(client, cid, **query)
+    assert grown["extended"] >= 1, grown
+    assert top(client, f"/c/{cid}/top", **query) == plain_merge_top(client, pids)
+    # One into the middle of what the block holds: the block is merged anew from its parts.
+    pids.append(add(client, cid, token, "middle", t0 + 2.5))
+    middle = selection(client, cid, **query)
+    assert middle["extended"] == 0 and middle["built"] >= 1
+    assert top(client, f"/c/{cid}/top", **query) == plain_merge_top(client, pids)
+
+
+def test_relative_times_round_down_to_ten_seconds() -> None:
+    now = 1_800_000_007.25
+    assert parse_time("now-1h", "from", now) == 1_799_996_400
+    assert parse_time("now-90s", "from", now) == 1_799_999_910
+    assert parse_time("now", "to", now) == now  # the present stays exact
+    assert parse_time("1799999999.5", "from", now) == 1_799_999_999.5  # given times too
+
+
+def test_growing_blocks_are_kept_an_hour_and_settled_ones_as_members(tmp_path: Any) -> None:
+    app = make_app({"BLOBS": f"file:{tmp_path}/b", "META": f"sqlite:{tmp_path}/m", **OPEN})
+    client = app.test_client()
+    cid, token = create(client, expires="30d")
+    now = time.time()
+    for i in range(3):  # filling now
+        add(client, cid, token, f"now{i}", now - 5 + i)
+    old = (int(now) // 60 - 60) * 60
+    for i in range(3):  # a minute an hour ago
+        add(client, cid, token, f"old{i}", old + 1 + i)
+
+    def expires_in(pid: str) -> float:
+        r = client.get(f"/api/v1/profiles/{pid}")
+        assert r.status_code == 200, r.data
+        record = app.extensions["share"].meta.load(pid)
+        return float(record.expires_at) - time.time()
+
+    growing = selection(client, cid, **{"from": str(int(now) - 30)})["profile"]
+    assert 0 < expires_in(growing) <= blocks_module.GROWING_SECONDS
+    settled = selection(client, cid, **{"from": str(old), "to": str(old + 60)})["profile"]
+    assert expires_in(settled) > 29 * 86400
+    # A block stored while its window filled, found once the window has settled, keeps the
+    # collection's expiry from then on.
+    t0 = int(now - 5) // 10 * 10
+    for i in range(3):
+        add(client, cid, token, f"window{i}", t0 + 1 + i)
+    query = {"from": str(t0), "to": str(t0 + 10)}
+    block = selection(client, cid, **query)
+    assert block["blocks"] == 1 and block["parts"] == 1
+    assert 0 < expires_in(block["profile"]) <= blocks_module.GROWING_SECONDS
+    share = app.extensions["share"]
+    share.clock = lambda: time.time() + 2 * blocks_module.SETTLED_AFTER
+    again = selection(client, cid, **query)
+    assert again["profile"] == block["profile"] and again["built"] == 0
+    assert expires_in(block["profile"]) > 29 * 86400

@@ -35,10 +35,18 @@ _LOCATION = re.compile(r"^ +(\d+): \S+ M=\d+ (.*) (\S*):(-?\d+) s=-?\d+(?:\((.*)
 _SAMPLE = re.compile(r"^ +(-?\d+(?: +-?\d+)*):((?: \d+)*) ?$")
 
 
-def go_raw_stacks(raw_text: str, column: int) -> Counter[str]:
-    """The same from `go tool pprof -raw` output (function names without spaces in files).
-    -raw lists no sample without frames (they count in pprof's total all the same): compare
-    with framed(expected)."""
+def go_raw_stacks(
+    raw_text: str, column: int, parsed: pprof.ParsedProfile | None = None
+) -> Counter[str]:
+    """The same from `go tool pprof -raw` output. -raw lists no sample without frames (they
+    count in pprof's total all the same): compare with framed(expected). A location line is
+    `NAME FILE:LINE`, so a file name with a space (Python's `<frozen importlib._bootstrap>`)
+    would end the name early: given the profile, its file names are made spaceless first."""
+    if parsed is not None:
+        for f in parsed.message.function:
+            name = parsed.string(f.filename)
+            if " " in name:
+                raw_text = raw_text.replace(f" {name}:", " " + name.replace(" ", "_") + ":")
     lines = raw_text.splitlines()
     start, locs = lines.index("Locations"), {}
     for line in lines[start + 1 :]:

@@ -116,7 +116,7 @@ def test_py_spy_raw(tmp_path: Path, go_pool) -> None:  # type: ignore[no-untyped
     assert p.converted_from == "folded"
     expected = folded(data.decode())
     assert stacks(p, "samples") == expected and any("fib (work.py:" in s for s in expected)
-    assert go_raw_stacks(go_raw(go_pool, p.raw, tmp_path), 0) == framed(expected)
+    assert go_raw_stacks(go_raw(go_pool, p.raw, tmp_path), 0, p) == framed(expected)
     # py-spy writes samples it found no stack in as a count alone: pprof's total has them
     top = go_pool.run(["-top", str(tmp_path / "converted.pb")]).stdout.decode()
     assert f" of {sum(expected.values())} total" in top
@@ -129,7 +129,27 @@ def test_py_spy_speedscope(tmp_path: Path, go_pool) -> None:  # type: ignore[no-
     expected = speedscope_expected(json.loads(data))
     (sample_type,) = p.sample_types()
     assert stacks(p, sample_type[0]) == expected and sum(expected.values()) > 0
-    assert go_raw_stacks(go_raw(go_pool, p.raw, tmp_path), 0) == framed(expected)
+    assert go_raw_stacks(go_raw(go_pool, p.raw, tmp_path), 0, p) == framed(expected)
+
+
+def test_file_names_with_spaces_read_back_from_go(tmp_path: Path, go_pool) -> None:  # type: ignore[no-untyped-def]
+    """py-spy names Python's frozen modules' files `<frozen importlib._bootstrap>` (when it
+    samples an import): the read-back of `go tool pprof -raw` must not cut the name there."""
+    frames = [
+        {"name": "main", "file": "work.py", "line": 3},
+        {"name": "_find_and_load", "file": "<frozen importlib._bootstrap>", "line": 1165},
+    ]
+    doc = {
+        "$schema": "https://www.speedscope.app/file-format-schema.json",
+        "shared": {"frames": frames},
+        "profiles": [{"type": "sampled", "name": "MainThread", "unit": "none", "startValue": 0,
+                      "endValue": 3, "samples": [[0], [0, 1], [0, 1]], "weights": [1, 1, 1]}],
+    }  # fmt: skip
+    p = parse(json.dumps(doc).encode())
+    expected = speedscope_expected(doc)
+    assert expected == {"main": 1, "main;_find_and_load": 2}
+    assert stacks(p, p.sample_types()[0][0]) == expected
+    assert go_raw_stacks(go_raw(go_pool, p.raw, tmp_path), 0, p) == expected
 
 
 def test_perf_record_and_script(tmp_path: Path, go_pool) -> None:  # type: ignore[no-untyped-def]

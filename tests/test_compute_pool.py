@@ -121,8 +121,9 @@ def test_a_profile_goes_to_the_same_process_from_every_pool_of_the_instance() ->
             first.run(job, profile=facts["id"])["pid"]
             == second.run(job, profile=facts["id"])["pid"]
         )
-        jobs = [second.run(job, slot=i)["pid"] for i in range(2)]
-        assert len(set(jobs)) == 2  # two processes, shared by both pools
+        jobs = [second.run(job, slot=i)["pid"] for i in range(3)]
+        assert len(set(jobs)) == 3  # two analysis processes and the ingest one, shared by both
+        assert second.ingest_slot() == first.ingest_slot() == 2
     finally:
         first.close()
 
@@ -144,7 +145,8 @@ def test_a_busy_process_makes_the_next_job_wait_then_answer() -> None:
 
 def test_processes_end_with_the_pool() -> None:
     p = pool()
-    child = p.run({"op": "ping"})["pid"]
+    children = [p.run({"op": "ping"}, slot=slot)["pid"] for slot in (0, p.ingest_slot())]
+    assert p.supervisor is not None and sorted(p.supervisor.pids()) == sorted(children)
     directory = p.directory
     p.close()
-    assert gone(child) and not os.path.exists(directory)
+    assert all(gone(child) for child in children) and not os.path.exists(directory)

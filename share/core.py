@@ -147,16 +147,20 @@ class Share:
         expires: str | None = None,
         strip: pprof.StripSpec | None = None,
         precompute: bool = True,
+        derived: bool = False,
     ) -> Upload:
         """Validate, deduplicate and store a profile; the blob is written before its record.
         source: bytes, or a file that holds them (compute.spool: never whole in memory here).
         With strip, what is stored (and hashed for the id) is the profile without those parts
         (share.pprof.strip, applied in the compute process before hashing). With precompute,
-        a new profile's first views are computed next, in the background (compute.precompute)."""
+        a new profile's first views are computed next, in the background (compute.precompute).
+        derived: the server made it (a collection's block or selection): it is validated on an
+        analysis process, so that people's uploads never wait behind the server's own."""
         seconds = self.expiry_seconds(expires)
         limit = self.settings["MAX_UPLOAD_BYTES"]
         with spool.holding(source, limit) as path, spool.new_file(".gz") as made:
-            slot = self.compute.ingest_slot()  # never behind an analysis or a merge
+            # An upload is never behind an analysis or a merge; a derived one is.
+            slot = self.compute.next_slot() if derived else self.compute.ingest_slot()
             facts = self._validate(path, made, slot, strip)
             blob = made if facts["blob"] is not None else path
             try:

@@ -236,5 +236,7 @@ class Blocks:
         if len(pids) == 1:
             return pids[0]
         data = self.share.merges.merge_ids(pids)
-        upload = self.share.upload(data, title=title, expires=expires, precompute=False)
+        upload = self.share.upload(
+            data, title=title, expires=expires, precompute=False, derived=True
+        )
         return upload.record.id

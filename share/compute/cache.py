@@ -54,6 +54,9 @@ class ProfileCache:
         self.max_bytes = max_bytes
         self._items: OrderedDict[str, tuple[Any, int]] = OrderedDict()
 
+    def __contains__(self, key: str) -> bool:
+        return key in self._items
+
     def get(self, key: str) -> Any | None:
         item = self._items.get(key)
         if item is None:

@@ -10,7 +10,8 @@ from pathlib import Path
 from balanced_pair import Pair
 
 CLOCK_TICK = os.sysconf("SC_CLK_TCK")
-ROLES = ("web", "compute", "master", "redis", "moto", "haproxy", "generator")
+# compute: the analysis processes (views, merges); ingest: those that validate the adds.
+ROLES = ("web", "compute", "ingest", "master", "redis", "moto", "haproxy", "generator")
 
 
 def cpu_seconds(pid: int) -> float:

@@ -20,6 +20,8 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from share.compute.pool import INGEST  # an ingest process's last argument
+
 from conftest import _AWS_ENV, BIN, free_port, new_bucket, wait_for_port
 
 README = Path(__file__).resolve().parent.parent / "README.md"
@@ -93,15 +95,17 @@ class Instance:
     log: Path
 
     def roles(self) -> dict[str, list[int]]:
-        """Its live processes by role: the gunicorn master, web workers, compute processes
-        (with whatever they run, e.g. Graphviz's dot)."""
-        roles: dict[str, list[int]] = {"master": [self.proc.pid], "web": [], "compute": []}
-        compute = [p for p in descendants(self.proc.pid) if COMPUTE_MODULE in cmdline(p)]
-        inside = {q for p in compute for q in descendants(p)}
-        roles["compute"] = compute + sorted(inside)
-        roles["web"] = [
-            p for p in descendants(self.proc.pid) if p not in inside and p not in compute
-        ]
+        """Its live processes by role: the gunicorn master, web workers, analysis compute
+        processes and ingest ones (each with whatever it runs, e.g. Graphviz's dot)."""
+        everyone = descendants(self.proc.pid)
+        compute = [p for p in everyone if COMPUTE_MODULE in cmdline(p)]
+        ingest = [p for p in compute if cmdline(p).split()[-1:] == [INGEST]]
+        analysis = [p for p in compute if p not in ingest]
+        roles: dict[str, list[int]] = {"master": [self.proc.pid]}
+        roles["compute"] = analysis + sorted(q for p in analysis for q in descendants(p))
+        roles["ingest"] = ingest + sorted(q for p in ingest for q in descendants(p))
+        inside = set(roles["compute"] + roles["ingest"])
+        roles["web"] = [p for p in everyone if p not in inside]
         return roles
 
     def kill(self) -> None:

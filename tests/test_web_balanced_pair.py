@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gzip
 import http.client
+import os
 import re
 import threading
 import time
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import pytest
 import requests
-from balanced_pair import Instance, Pair, haproxy_exe, start_pair
+from balanced_pair import COMPUTE_MODULE, Instance, Pair, cmdline, haproxy_exe, start_pair
 
 from conftest import CORPUS, unavailable, unique_profile
 
@@ -57,6 +58,14 @@ def doomed_pair(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Pair
     yield from new_pair(request, tmp_path)
 
 
+def alive(pid: int) -> bool:
+    """Whether pid runs (a zombie, killed but not yet reaped, does not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 def upload(url: str, body: bytes, timeout: float = 30) -> requests.Response:
     return requests.post(
         url + "/", data=body, headers={"Accept": "application/json"}, timeout=timeout
@@ -88,6 +97,17 @@ def test_uploads_and_views_through_the_balancer_reach_both(pair: Pair) -> None:
     conn.close()
     seen = [line for i in pair.instances for line in served(i) if line[4] == "from-127-0-0-5"]
     assert [line[0] for line in seen] == ["127.0.0.5"]
+
+
+def test_each_instance_runs_its_analysis_and_ingest_processes(pair: Pair) -> None:
+    """SHARE_ANALYSIS_WORKERS (one per CPU) analysis processes and SHARE_INGEST_WORKERS (1)
+    ingest processes, all counted in serve's start-up line."""
+    analysis = os.cpu_count() or 1
+    for instance in pair.instances:
+        roles = {role: [p for p in pids if COMPUTE_MODULE in cmdline(p)]  # not what they run
+                 for role, pids in instance.roles().items()}  # fmt: skip
+        assert len(roles["compute"]) == analysis and len(roles["ingest"]) == 1, roles
+        assert f"pprof-share: {analysis + 1} compute processes" in instance.log_text()
 
 
 def view_runs(pair: Pair, name: str, pid: str) -> int:
@@ -180,11 +200,15 @@ def test_an_instance_killed_mid_stream_loses_no_answered_upload(doomed_pair: Pai
     while stream.completed < 30 and time.monotonic() < deadline:
         time.sleep(0.02)
     assert any(p == "/" for _, _, p, _, _ in served(victim)), "no upload reached the victim"
+    roles = victim.roles()
+    assert roles["ingest"] and roles["compute"], roles
     victim.kill()
     killed = time.monotonic()
     stream.stop_at = killed + 5
     for thread in threads:
         thread.join()
+    survivors = [p for pids in roles.values() for p in pids if alive(p)]
+    assert not survivors, f"processes of the killed instance survived: {survivors}"
 
     kinds = Counter(error for error, _ in stream.failed)
     print(f"uploads answered 2xx: {len(stream.stored)}; first tries that failed: {dict(kinds)}")

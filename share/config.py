@@ -34,6 +34,10 @@ DEFAULTS: dict[str, Any] = {
     # Compute processes per app instance that only validate uploads, so that an upload never
     # waits behind an analysis or a merge (0: uploads are validated on the analysis processes).
     "INGEST_WORKERS": 1,
+    # Compute processes per app instance that only merge (/api/v1/merge, a collection's blocks
+    # and selections), so that a view never waits behind a merge (0: merges run on the analysis
+    # processes).
+    "MERGE_WORKERS": 1,
     # Wall time one parse or analysis may take; past it its process is killed and replaced.
     "ANALYSIS_SECONDS": 30,
     # Address space of each compute process (RLIMIT_AS); past it the job fails clearly.
@@ -208,6 +212,9 @@ def load(environ: Mapping[str, str], overrides: Mapping[str, Any] | None = None)
     settings["ANALYSIS_WORKERS"] = _processes(settings, "ANALYSIS_WORKERS", "one per CPU")
     settings["INGEST_WORKERS"] = _processes(
         settings, "INGEST_WORKERS", "uploads are validated on the analysis processes"
+    )
+    settings["MERGE_WORKERS"] = _processes(
+        settings, "MERGE_WORKERS", "merges run on the analysis processes"
     )
     precompute = str(settings["PRECOMPUTE"]).strip().lower()
     if precompute not in ("on", "off"):

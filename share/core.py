@@ -154,13 +154,15 @@ class Share:
         With strip, what is stored (and hashed for the id) is the profile without those parts
         (share.pprof.strip, applied in the compute process before hashing). With precompute,
         a new profile's first views are computed next, in the background (compute.precompute).
-        derived: the server made it (a collection's block or selection): it is validated on an
-        analysis process, so that people's uploads never wait behind the server's own."""
+        derived: the server made it (a collection's block or selection): it is validated on the
+        merge process that made it (ComputePool.made_slot), which holds it decoded for the
+        collection's next merge, so that neither people's uploads nor views wait behind it
+        (with SHARE_MERGE_WORKERS=0, on an analysis process, which holds it for its views)."""
         seconds = self.expiry_seconds(expires)
         limit = self.settings["MAX_UPLOAD_BYTES"]
         with spool.holding(source, limit) as path, spool.new_file(".gz") as made:
-            # An upload is never behind an analysis or a merge; a derived one is.
-            slot = self.compute.next_slot() if derived else self.compute.ingest_slot()
+            # An upload is never behind an analysis or a merge; a derived one is behind merges.
+            slot = self.compute.made_slot() if derived else self.compute.ingest_slot()
             facts = self._validate(path, made, slot, strip)
             blob = made if facts["blob"] is not None else path
             try:

@@ -1,6 +1,7 @@
 """Ingest processes (SHARE_INGEST_WORKERS): an upload's validation never waits behind an
-analysis, a merge or a background view, which keep to the analysis processes; with 0 of them
-uploads share the analysis processes as before. Real compute processes throughout."""
+analysis or a background view, which keep to the analysis processes, nor a merge, which keeps to
+the merge process (tests/test_compute_merge_slots.py); with 0 of them uploads share the analysis
+processes as before. Real compute processes throughout."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from typing import Any
 import pytest
 
 from share.analysis.views import options as view_options
-from share.compute.pool import INGEST, ComputePool
+from share.compute.pool import INGEST, MERGE, ComputePool
 from share.compute.service import AFFINITY_KEY
 from share.config import ConfigError, load
 from share.core import Share, open_share
@@ -33,7 +34,7 @@ def settings(tmp_path: Path, **more: Any) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def pool() -> Iterator[ComputePool]:
-    """One analysis process (slot 0) and one ingest process (slot 1)."""
+    """One analysis process (slot 0), one ingest process (slot 1) and one merge process (2)."""
     p = ComputePool(load({}, {"ANALYSIS_WORKERS": 1, "INGEST_WORKERS": 1}))
     p.run({"op": "ping"}, slot=0)
     yield p
@@ -106,14 +107,16 @@ def test_a_bad_count_names_the_variable(value: str) -> None:
 
 # --- routing ----------------------------------------------------------------------------------
 def test_uploads_take_the_ingest_slots_and_nothing_else_does() -> None:
-    """3 analysis + 2 ingest processes: slots 0-2 and 3-4 (the routing alone: none started)."""
+    """3 analysis + 2 ingest + 1 merge processes: slots 0-2, 3-4 and 5 (the routing alone:
+    none started)."""
     p = ComputePool(load({}, {"ANALYSIS_WORKERS": 3, "INGEST_WORKERS": 2}))
     try:
         assert [p.ingest_slot() for _ in range(4)] == [3, 4, 3, 4]
         assert {p.next_slot() for _ in range(9)} == {0, 1, 2}
         assert {p.slot_of(f"profile-{i}") for i in range(300)} == {0, 1, 2}
-        assert p.supervisor is not None and p.supervisor.size == 5
-        assert [p.supervisor.role(i) for i in range(5)] == ["analysis"] * 3 + [INGEST] * 2
+        assert p.supervisor is not None and p.supervisor.size == 6
+        roles = ["analysis"] * 3 + [INGEST] * 2 + [MERGE]
+        assert [p.supervisor.role(i) for i in range(6)] == roles
         web_worker = ComputePool(p.settings, directory="/nonexistent")  # another worker's view
         assert web_worker.slot_of("profile-7") == p.slot_of("profile-7")
         assert web_worker.ingest_slot() == 3
@@ -124,9 +127,9 @@ def test_uploads_take_the_ingest_slots_and_nothing_else_does() -> None:
 def test_the_supervisor_starts_both_kinds_and_replaces_an_ingest_process_in_kind(
     pool: ComputePool,
 ) -> None:
-    analysis, ingest = ping(pool, 0)["pid"], ping(pool, 1)["pid"]
+    analysis, ingest, merge = (ping(pool, slot)["pid"] for slot in (0, 1, 2))
     assert pool.supervisor is not None
-    assert sorted(pool.supervisor.pids()) == sorted([analysis, ingest])
+    assert sorted(pool.supervisor.pids()) == sorted([analysis, ingest, merge])
     assert cmdline(ingest)[-1] == INGEST and INGEST not in cmdline(analysis)
     os.kill(ingest, signal.SIGKILL)
     deadline = time.monotonic() + 10
@@ -139,17 +142,19 @@ def test_the_supervisor_starts_both_kinds_and_replaces_an_ingest_process_in_kind
 
 def test_uploads_views_and_merges_each_reach_their_own_processes(share: Share) -> None:
     pool = share.compute
-    before = {slot: ping(pool, slot)["jobs"] for slot in (0, 1)}
+    before = {slot: ping(pool, slot)["jobs"] for slot in (0, 1, 2)}
     first, _ = timed_upload(share, "routed first")
     second, _ = timed_upload(share, "routed second")
     share.view(first, "top", first_options(share, first, "top"))
     merged = share.merge([first, second])
-    after = {slot: ping(pool, slot) for slot in (0, 1)}
+    after = {slot: ping(pool, slot) for slot in (0, 1, 2)}
     # Each ping is a job too: one more on each side.
     assert after[1]["jobs"] - before[1] == 3 + 1  # two uploads and the merge's result, validated
-    assert after[0]["jobs"] - before[0] == 2 + 1  # the view and the merge
+    assert after[0]["jobs"] - before[0] == 1 + 1  # the view
+    assert after[2]["jobs"] - before[2] == 1 + 1  # the merge
     assert after[1]["warm"] == []  # an ingest process keeps nothing decoded
-    assert first in after[0]["warm"] and second in after[0]["warm"]
+    assert first in after[0]["warm"] and second not in after[0]["warm"]
+    assert {first, second} <= set(after[2]["warm"])  # the merge's parts, decoded there
     for pid in (first, second, merged.record.id):  # no view is sent to where it was validated
         assert share.meta.view_get(pid, AFFINITY_KEY) is None
 
@@ -184,7 +189,7 @@ def test_precompute_warms_the_analysis_process_not_the_ingest_one(share: Share) 
 
 # --- SHARE_INGEST_WORKERS=0: the old behaviour ------------------------------------------------
 def test_without_ingest_processes_uploads_share_the_analysis_process(tmp_path: Path) -> None:
-    core = open_share(settings(tmp_path, INGEST_WORKERS=0))
+    core = open_share(settings(tmp_path, INGEST_WORKERS=0, MERGE_WORKERS=0))
     try:
         pool = core.compute
         assert pool.ingest_slot() == 0 and pool.supervisor is not None

@@ -121,9 +121,10 @@ def test_a_profile_goes_to_the_same_process_from_every_pool_of_the_instance() ->
             first.run(job, profile=facts["id"])["pid"]
             == second.run(job, profile=facts["id"])["pid"]
         )
-        jobs = [second.run(job, slot=i)["pid"] for i in range(3)]
-        assert len(set(jobs)) == 3  # two analysis processes and the ingest one, shared by both
+        jobs = [second.run(job, slot=i)["pid"] for i in range(4)]
+        assert len(set(jobs)) == 4  # two analysis processes, the ingest and the merge one
         assert second.ingest_slot() == first.ingest_slot() == 2
+        assert second.merge_slot() == first.merge_slot() == 3
     finally:
         first.close()
 
@@ -145,7 +146,9 @@ def test_a_busy_process_makes_the_next_job_wait_then_answer() -> None:
 
 def test_processes_end_with_the_pool() -> None:
     p = pool()
-    children = [p.run({"op": "ping"}, slot=slot)["pid"] for slot in (0, p.ingest_slot())]
+    slots = (0, p.ingest_slot(), p.merge_slot())
+    children = [p.run({"op": "ping"}, slot=slot)["pid"] for slot in slots]
+    assert len(set(children)) == 3
     assert p.supervisor is not None and sorted(p.supervisor.pids()) == sorted(children)
     directory = p.directory
     p.close()

@@ -3,9 +3,10 @@
 The core names the sources (ids of live profiles, or (name, path) of uploaded files: spool
 files the compute process reads, compute.spool); Merges checks the limits
 (SHARE_MERGE_MAX_PROFILES, and SHARE_MERGE_MAX_BYTES of the stored ones here, of the files in
-the compute process as they inflate: worker.Worker.merge), runs the job, and says what the
-merge is of: the comment the merged profile carries and its default title. The core then
-stores the result as any upload.
+the compute process as they inflate: worker.Worker.merge), runs the job on a merge process
+(ComputePool.merge_slot: an analysis process without them), and says what the merge is of: the
+comment the merged profile carries and its default title. The core then stores the result as
+any upload.
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ class Merges:
         job = {"op": "merge", "parts": parts, "comment": comment[:4000],
                "max_bytes": self.max_bytes, **self._job}  # fmt: skip
         try:
-            data = self.compute.run(job)
+            data = self.compute.run(job, slot=self.compute.merge_slot())
         except AnalysisFailed as exc:
             if exc.kind == "memory":
                 raise TooLarge(f"{exc.message}; nothing was stored") from None
@@ -81,7 +82,7 @@ class Merges:
         job = {"op": "merge", "parts": list(pids), "comment": comment[:4000],
                "max_bytes": self.max_bytes, **self._job}  # fmt: skip
         try:
-            return self.compute.run(job)
+            return self.compute.run(job, slot=self.compute.merge_slot())
         except AnalysisFailed as exc:
             if exc.kind == "memory":
                 raise TooLarge(f"{exc.message}; nothing was stored") from None

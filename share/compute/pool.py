@@ -6,15 +6,21 @@ names its directory in $PPROF_SHARE_COMPUTE_DIR: every worker of the instance th
 same processes, so a profile is warm for all of them. An app without one (the Flask test client,
 another WSGI server) starts a private Supervisor on first use.
 
-Two kinds of process run the same program (share.compute.worker): SHARE_ANALYSIS_WORKERS analysis
-processes (slots 0 to n-1) and SHARE_INGEST_WORKERS ingest processes (the slots after them).
-Each listens on <directory>/compute-<slot>.sock. An upload's validation goes to the ingest
-processes in turn (`ingest_slot`), so it never waits behind an analysis or a merge; every other
-job goes to an analysis process: a job about a profile to the one the profile's id hashes to
-(`slot_of`) — the same from every worker — or to the one that validated it, when uploads share
-the analysis processes (SHARE_INGEST_WORKERS=0) and it holds it decoded; a job about no stored
-profile (a merge) to the next in turn (`next_slot`). An ingest process keeps nothing decoded:
-its uploads' views are answered by their analysis processes.
+Three kinds of process run the same program (share.compute.worker): SHARE_ANALYSIS_WORKERS
+analysis processes (slots 0 to n-1), SHARE_INGEST_WORKERS ingest processes (the slots after
+them) and SHARE_MERGE_WORKERS merge processes (the last slots). Each listens on
+<directory>/compute-<slot>.sock. An upload's validation goes to the ingest processes in turn
+(`ingest_slot`), so it never waits behind an analysis or a merge; a merge (share.compute.merges:
+/api/v1/merge, a collection's blocks and selections) to the merge processes in turn
+(`merge_slot`), so a view never waits behind one, and the validation of a merge the server
+stores (Share.upload(derived=True)) to the merge process that made it (`made_slot`); every
+other job goes to an analysis process: a job about a profile to the one the profile's id hashes
+to (`slot_of`) — the same from every worker — or to the one that validated it, when it did
+(SHARE_INGEST_WORKERS=0, or SHARE_MERGE_WORKERS=0 for the server's merges) and holds it
+decoded; with no process of a kind, its jobs go to the analysis processes in turn
+(`next_slot`). An ingest process keeps nothing decoded: its uploads' views are answered by their
+analysis processes. A merge process keeps what it decoded, as an analysis process does: a
+collection's next merge reads the blocks and members the last one read or made.
 
 The pool waits at most SHARE_ANALYSIS_SECONDS for a process to take the job and as long again
 for the answer; past that, or when the process dies or runs out of memory, it is killed, the
@@ -55,6 +61,7 @@ ELEMENT_LIMITS = ("SAMPLES", "LOCATIONS", "FUNCTIONS", "MAPPINGS", "STRINGS", "L
 _PROCESS_SETTINGS = ("ANALYSIS_MEMORY", "ANALYSIS_CACHE_BYTES")
 _WATCH_SECONDS = 0.05  # how soon a dead process is replaced
 INGEST = "ingest"  # the worker's argument that makes it an ingest process (visible in ps)
+MERGE = "merge"  # the worker's argument that makes it a merge process (visible in ps)
 
 
 class AnalysisFailed(ShareError):
@@ -92,17 +99,25 @@ def ingest_size(settings: dict[str, Any]) -> int:
     return int(settings.get("INGEST_WORKERS") or 0)
 
 
+def merge_size(settings: dict[str, Any]) -> int:
+    """Merge processes: SHARE_MERGE_WORKERS (settings without it: none, merges share the
+    analysis processes)."""
+    return int(settings.get("MERGE_WORKERS") or 0)
+
+
 def socket_path(directory: str, index: int, background: bool = False) -> str:
     return os.path.join(directory, f"compute-{index}{'.background' if background else ''}.sock")
 
 
 class Supervisor:
     """Starts the compute processes and starts another whenever one ends: the analysis
-    processes in slots 0 to analysis-1, the ingest processes after them."""
+    processes in slots 0 to analysis-1, the ingest processes after them, then the merge ones."""
 
     def __init__(self, settings: dict[str, Any]) -> None:
         self.analysis = pool_size(settings)
-        self.size = self.analysis + ingest_size(settings)  # every process, ingest ones included
+        self.ingest = ingest_size(settings)
+        self.merge = merge_size(settings)
+        self.size = self.analysis + self.ingest + self.merge  # every process, of every kind
         self._directory: str | None = None  # made by start(): an app that never computes
         self._env = dict(
             os.environ,
@@ -137,14 +152,22 @@ class Supervisor:
             self._watcher.start()
 
     def role(self, i: int) -> str:
-        """What slot i's process does: "analysis" or "ingest"."""
-        return "analysis" if i < self.analysis else INGEST
+        """What slot i's process does: "analysis", "ingest" or "merge"."""
+        if i < self.analysis:
+            return "analysis"
+        return INGEST if i < self.analysis + self.ingest else MERGE
+
+    def roles(self) -> str:
+        """How many processes of each kind, as serve's start-up line says it."""
+        kinds = (("analysis", self.analysis), (INGEST, self.ingest), (MERGE, self.merge))
+        return ", ".join(f"{n} {kind}" for kind, n in kinds if n or kind == "analysis")
 
     def _spawn(self, i: int) -> None:
         path = socket_path(str(self._directory), i)
-        role = [INGEST] if self.role(i) == INGEST else []  # a replacement's too: it is the slot's
+        role = self.role(i)  # a replacement's too: it is the slot's
+        role_arg = [] if role == "analysis" else [role]
         self.procs[i] = subprocess.Popen(
-            [sys.executable, "-m", "share.compute.worker", path, *role],
+            [sys.executable, "-m", "share.compute.worker", path, *role_arg],
             stdin=subprocess.PIPE, env=self._env,
             # Out of the terminal's process group: Ctrl+C or a group SIGTERM reaches the server,
             # which stops them itself (and they end with its pipe, however it ends).
@@ -201,13 +224,17 @@ class ComputePool:
         self.seconds = float(settings["ANALYSIS_SECONDS"])
         self.size = pool_size(settings)  # analysis processes: slots 0 to size-1
         self.ingest_size = ingest_size(settings)  # ingest processes: the slots after them
+        self.merge_size = merge_size(settings)  # merge processes: the last slots
         directory = directory or os.environ.get(DIRECTORY_ENV)
         self.supervisor = None if directory else Supervisor(settings)
         self._directory = directory
         self._turn = itertools.count()
         self._ingest_turn = itertools.count()
+        self._merge_turn = itertools.count()
+        self._made = threading.local()  # per thread (greenlet): where its last merge ran
         # as last reported, per slot
-        self.warm: list[frozenset[str]] = [frozenset()] * (self.size + self.ingest_size)
+        slots = self.size + self.ingest_size + self.merge_size
+        self.warm: list[frozenset[str]] = [frozenset()] * slots
 
     @property
     def directory(self) -> str:
@@ -223,7 +250,8 @@ class ComputePool:
             self.supervisor.stop()
 
     def next_slot(self) -> int:
-        """An analysis process in turn, for a job about no stored profile (a merge)."""
+        """An analysis process in turn, for a job about no stored profile (a merge, without
+        merge processes)."""
         return next(self._turn) % self.size
 
     def ingest_slot(self) -> int:
@@ -232,6 +260,27 @@ class ComputePool:
         if not self.ingest_size:
             return self.next_slot()
         return self.size + next(self._ingest_turn) % self.ingest_size
+
+    def merge_slot(self) -> int:
+        """The process for a merge: a merge process in turn, so that no view waits behind a
+        merge; without merge processes, an analysis process in turn. This thread's next
+        made_slot() is this one."""
+        if not self.merge_size:
+            return self.next_slot()
+        slot = self.size + self.ingest_size + next(self._merge_turn) % self.merge_size
+        self._made.slot = slot
+        return slot
+
+    def made_slot(self) -> int:
+        """The process for the validation of a merge the server stores (a collection's block
+        or selection): the merge process this thread's last merge ran on, which then holds the
+        result decoded for the collection's next merge (one that grows the block, or merges
+        blocks into a larger one); without merge processes, an analysis process in turn, which
+        holds it decoded for its views (ViewService.remember_slot)."""
+        if not self.merge_size:
+            return self.next_slot()
+        slot: int | None = getattr(self._made, "slot", None)
+        return self.merge_slot() if slot is None else slot
 
     def slot_of(self, profile: str) -> int:
         """The analysis process a profile's jobs go to: the same in every worker of the

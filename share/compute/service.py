@@ -56,15 +56,15 @@ class ViewService:
 
     def remember_slot(self, pid: str, slot: int) -> None:
         """The compute process that validated the profile holds it decoded: its views go there,
-        if it is an analysis process. An ingest process (a slot past them) answers no views and
-        keeps nothing: nothing is remembered, and the views go to the profile's own analysis
-        process (slot_of), precompute included."""
+        if it is an analysis process. An ingest or merge process (a slot past them) answers no
+        views: nothing is remembered, and the views go to the profile's own analysis process
+        (slot_of), precompute included."""
         if slot < self.compute.size:
             self.meta.view_put(pid, AFFINITY_KEY, str(slot).encode())
 
     def _slot(self, pid: str) -> int | None:
-        """The analysis process that validated pid, if remembered (ingest slots never are; one
-        remembered by an instance with more analysis processes is out of range here)."""
+        """The analysis process that validated pid, if remembered (ingest and merge slots never
+        are; one remembered by an instance with more analysis processes is out of range here)."""
         slot = self.meta.view_get(pid, AFFINITY_KEY)
         if slot is None or not slot.isdigit() or int(slot) >= self.compute.size:
             return None

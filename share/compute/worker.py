@@ -1,6 +1,9 @@
-"""A compute process: `python -m share.compute.worker SOCKET [ingest]`, started by
+"""A compute process: `python -m share.compute.worker SOCKET [ingest|merge]`, started by
 pool.Supervisor. With `ingest` it is an ingest process: it answers the same jobs, but the pool
 sends it only uploads' validations, and it keeps no profile decoded (nothing asks it again).
+With `merge` it is a merge process: the pool sends it merges and the validation of the merges
+the server stores, and it keeps profiles decoded as an analysis process does (a collection's
+merges read again the blocks and members the last ones read or made).
 
 It listens on a Unix socket and answers one connection's job at a time (a web worker connects,
 sends a job, reads the answer), and exits when its supervisor goes away. Its address space is
@@ -35,7 +38,7 @@ from ..store import locate
 from . import protocol
 from .cache import ProfileCache, footprint
 from .ingest import ingest, read_upload
-from .pool import INGEST
+from .pool import INGEST, MERGE
 
 VIEW_GZIP_LEVEL = 6  # paid once per view; level 9 took 3-6x as long for 3-17% fewer bytes
 # Over 256 KiB (the flame graphs and top tables of large profiles, 0.8-2.2 MB of JSON) level 6
@@ -257,10 +260,11 @@ def _listen(path: str) -> socket.socket:
 
 
 def main(argv: list[str]) -> int:
-    """python -m share.compute.worker SOCKET_PATH [ingest], settings in $PPROF_SHARE_COMPUTE."""
+    """python -m share.compute.worker SOCKET_PATH [ingest|merge], settings in
+    $PPROF_SHARE_COMPUTE."""
     settings = json.loads(os.environ["PPROF_SHARE_COMPUTE"])
-    ingest_only = argv[2:] == [INGEST]
-    if ingest_only:  # its uploads' views go to analysis processes: a warm copy would serve none
+    role = argv[2] if argv[2:] in ([INGEST], [MERGE]) else None
+    if role == INGEST:  # its uploads' views go to analysis processes: a warm copy would serve none
         settings["ANALYSIS_CACHE_BYTES"] = 0
     limit = int(settings["ANALYSIS_MEMORY"])
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
@@ -271,7 +275,7 @@ def main(argv: list[str]) -> int:
             f"share/pprof/{scan.LIBRARY} is not built: profiles are decoded on the pure-Python "
             "path, about 3x slower (reinstall pprof-share where a C compiler is installed)"
         )
-    log("ready (ingest)" if ingest_only else "ready")  # imports done, listening (bench/compute.py)
+    log(f"ready ({role})" if role else "ready")  # imports done, listening (bench/compute.py)
     Worker(settings).serve(*listeners)
     return 0
 

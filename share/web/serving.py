@@ -125,7 +125,8 @@ def start(server: Any) -> None:
     supervisor.start()
     os.environ[DIRECTORY_ENV] = supervisor.directory
     server.share_compute = supervisor
-    print(f"pprof-share: {supervisor.size} compute processes", file=sys.stderr, flush=True)
+    print(f"pprof-share: {supervisor.size} compute processes ({supervisor.roles()})",
+          file=sys.stderr, flush=True)  # fmt: skip
     directory = os.environ.get(METRICS_ENV)
     if directory:
         os.makedirs(directory, exist_ok=True)

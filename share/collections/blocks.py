@@ -64,6 +64,9 @@ class Blocks:
         self.index = index
         self.expires = expires  # the expiry a collection's blocks and selections are stored with
         self.chunk = max(2, share.settings["MERGE_MAX_PROFILES"])
+        # A view that finds a block (or selection) being merged waits for it as long as for
+        # one analysis, not the lease's usual wait: a busy fleet's merges queue for a while.
+        self.wait = float(share.settings["ANALYSIS_SECONDS"])
 
     # --- covering a range ---------------------------------------------------------------
     def plan(
@@ -156,7 +159,9 @@ class Blocks:
         else:
             window = (members[i:j], times[i:j])
             self._cover(c, selector, kind, *window, t0, t0 + res, level - 1, sub)
-        with self.share.leases.hold(f"collection:{c.id}:{key}", "a block of the collection"):
+        with self.share.leases.hold(
+            f"collection:{c.id}:{key}", "a block of the collection", self.wait
+        ):
             entry = self.index.entry_get(c.id, key)  # another instance built it meanwhile
             if self._holds(entry, want):
                 return entry["pid"]  # type: ignore[index]

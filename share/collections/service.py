@@ -269,7 +269,9 @@ class Collections:
         entry = self.index.entry_get(c.id, key)
         if entry is not None and self.blocks.live(entry["pid"]):
             return entry["pid"], plan
-        with self.share.leases.hold(f"collection:{c.id}:{key}", "the collection's selection"):
+        with self.share.leases.hold(
+            f"collection:{c.id}:{key}", "the collection's selection", self.blocks.wait
+        ):
             entry = self.index.entry_get(c.id, key)
             if entry is not None and self.blocks.live(entry["pid"]):
                 return entry["pid"], plan
@@ -295,7 +297,9 @@ class Collections:
             pid, plan = self._planned(c, s, selector, kind, members)
         else:
             plan = Plan(grown, len(members), 1, built=1, extended=1)
-            with self.share.leases.hold(f"collection:{c.id}:{key}", "the collection's selection"):
+            with self.share.leases.hold(
+                f"collection:{c.id}:{key}", "the collection's selection", self.blocks.wait
+            ):
                 entry = self.index.entry_get(c.id, key)
                 if self._current(entry, want):
                     return entry["pid"], Plan([entry["pid"]], len(members), 1)  # type: ignore[index]

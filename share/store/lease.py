@@ -66,11 +66,13 @@ class Leases:
         self._pid = 0
 
     @contextmanager
-    def hold(self, key: str, label: str | None = None) -> Iterator[Lease]:
+    def hold(
+        self, key: str, label: str | None = None, wait: float | None = None
+    ) -> Iterator[Lease]:
         """Hold key's lease for the block; Busy (503) if it stays taken for `wait` seconds
-        (its message names `label`, else the key)."""
+        (default: the Leases' own; its message names `label`, else the key)."""
         lease = Lease(key, secrets.token_hex(8), self.seconds)
-        deadline = time.monotonic() + self.wait
+        deadline = time.monotonic() + (self.wait if wait is None else wait)
         pause = 0.002
         while not self.meta.try_lock(key, lease.token, self.seconds):
             if time.monotonic() > deadline:

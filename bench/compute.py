@@ -62,7 +62,10 @@ def start(work: Path) -> tuple[str, subprocess.Popen[bytes], Path]:
     port = free_port()
     log = work / "server.log"
     env = dict(os.environ, SHARE_BLOBS=f"file:{work}/blobs", SHARE_META=f"sqlite:{work}/m.db",
-               SHARE_ANALYSIS_WORKERS="1", SHARE_VIEW_CACHE_BYTES="1GiB")  # fmt: skip
+               SHARE_ANALYSIS_WORKERS="1", SHARE_VIEW_CACHE_BYTES="1GiB",
+               # One process for everything, as the figures say: (f) counts on the validating
+               # process holding the profile, and make_cold() on replacing the only one.
+               SHARE_INGEST_WORKERS="0", SHARE_MERGE_WORKERS="0")  # fmt: skip
     out = open(log, "wb")  # noqa: SIM115 - the server's lifetime
     command = [str(BIN / "pprof-share"), "serve", "--port", str(port), "--workers", "2"]
     proc = subprocess.Popen(command, env=env, stderr=out, stdout=subprocess.DEVNULL)

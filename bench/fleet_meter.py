@@ -10,8 +10,9 @@ from pathlib import Path
 from balanced_pair import Pair
 
 CLOCK_TICK = os.sysconf("SC_CLK_TCK")
-# compute: the analysis processes (views, merges); ingest: those that validate the adds.
-ROLES = ("web", "compute", "ingest", "master", "redis", "moto", "haproxy", "generator")
+# compute: the analysis processes (views); ingest: those that validate the adds; merge: those
+# that merge the collection's blocks and selections (and validate what they merged).
+ROLES = ("web", "compute", "ingest", "merge", "master", "redis", "moto", "haproxy", "generator")
 
 
 def cpu_seconds(pid: int) -> float:

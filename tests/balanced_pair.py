@@ -20,7 +20,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from share.compute.pool import INGEST  # an ingest process's last argument
+from share.compute.pool import INGEST, MERGE  # an ingest or merge process's last argument
 
 from conftest import _AWS_ENV, BIN, free_port, new_bucket, wait_for_port
 
@@ -96,15 +96,18 @@ class Instance:
 
     def roles(self) -> dict[str, list[int]]:
         """Its live processes by role: the gunicorn master, web workers, analysis compute
-        processes and ingest ones (each with whatever it runs, e.g. Graphviz's dot)."""
+        processes ("compute"), ingest ones and merge ones (each with whatever it runs, e.g.
+        Graphviz's dot)."""
         everyone = descendants(self.proc.pid)
         compute = [p for p in everyone if COMPUTE_MODULE in cmdline(p)]
-        ingest = [p for p in compute if cmdline(p).split()[-1:] == [INGEST]]
-        analysis = [p for p in compute if p not in ingest]
+        kinds = {p: (cmdline(p).split()[-1:] + [""])[0] for p in compute}
+        ingest = [p for p in compute if kinds[p] == INGEST]
+        merge = [p for p in compute if kinds[p] == MERGE]
+        analysis = [p for p in compute if p not in ingest and p not in merge]
         roles: dict[str, list[int]] = {"master": [self.proc.pid]}
-        roles["compute"] = analysis + sorted(q for p in analysis for q in descendants(p))
-        roles["ingest"] = ingest + sorted(q for p in ingest for q in descendants(p))
-        inside = set(roles["compute"] + roles["ingest"])
+        for role, pids in (("compute", analysis), (INGEST, ingest), (MERGE, merge)):
+            roles[role] = pids + sorted(q for p in pids for q in descendants(p))
+        inside = set(roles["compute"] + roles[INGEST] + roles[MERGE])
         roles["web"] = [p for p in everyone if p not in inside]
         return roles
 

@@ -99,15 +99,18 @@ def test_uploads_and_views_through_the_balancer_reach_both(pair: Pair) -> None:
     assert [line[0] for line in seen] == ["127.0.0.5"]
 
 
-def test_each_instance_runs_its_analysis_and_ingest_processes(pair: Pair) -> None:
-    """SHARE_ANALYSIS_WORKERS (one per CPU) analysis processes and SHARE_INGEST_WORKERS (1)
-    ingest processes, all counted in serve's start-up line."""
+def test_each_instance_runs_its_analysis_ingest_and_merge_processes(pair: Pair) -> None:
+    """SHARE_ANALYSIS_WORKERS (one per CPU) analysis processes, SHARE_INGEST_WORKERS (1)
+    ingest processes and SHARE_MERGE_WORKERS (1) merge processes, all counted in serve's
+    start-up line."""
     analysis = os.cpu_count() or 1
     for instance in pair.instances:
         roles = {role: [p for p in pids if COMPUTE_MODULE in cmdline(p)]  # not what they run
                  for role, pids in instance.roles().items()}  # fmt: skip
-        assert len(roles["compute"]) == analysis and len(roles["ingest"]) == 1, roles
-        assert f"pprof-share: {analysis + 1} compute processes" in instance.log_text()
+        assert len(roles["compute"]) == analysis, roles
+        assert len(roles["ingest"]) == 1 and len(roles["merge"]) == 1, roles
+        kinds = f"{analysis} analysis, 1 ingest, 1 merge"
+        assert f"pprof-share: {analysis + 2} compute processes ({kinds})" in instance.log_text()
 
 
 def view_runs(pair: Pair, name: str, pid: str) -> int:
@@ -201,7 +204,7 @@ def test_an_instance_killed_mid_stream_loses_no_answered_upload(doomed_pair: Pai
         time.sleep(0.02)
     assert any(p == "/" for _, _, p, _, _ in served(victim)), "no upload reached the victim"
     roles = victim.roles()
-    assert roles["ingest"] and roles["compute"], roles
+    assert roles["ingest"] and roles["merge"] and roles["compute"], roles
     victim.kill()
     killed = time.monotonic()
     stream.stop_at = killed + 5

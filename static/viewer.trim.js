@@ -2,6 +2,12 @@
 // above the canvas), and the paint marks bench/paint.py reads.
 import { formatPct, formatValue } from "./viewer.format.js";
 
+/** An integer with commas between groups of three digits, as toLocaleString("en-US") writes
+ * it: that call's first use loads the locale's data, some 20 ms before the first paint. */
+function groupDigits(n) {
+  return String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
+}
+
 /** Whether the server left out frames that carry any weight (zero-valued ones draw nothing). */
 export function hidesWeight(fg) {
   const t = fg.trimmed || { nodes: 0 };
@@ -11,18 +17,17 @@ export function hidesWeight(fg) {
 /** What the server left out of the flame graph (fg.trimmed), and why it hardly shows. */
 export function trimNote(fg, width) {
   const t = fg.trimmed || { nodes: 0 };
-  const count = (n) => n.toLocaleString("en-US");
   const shown = fg.nodes.name.length - 1;
   const where = fg.zoom ? "Zoomed in with a budget of its own: " : "";
-  if (!hidesWeight(fg)) return `${where}Every frame shown (${count(shown)}).`;
+  if (!hidesWeight(fg)) return `${where}Every frame shown (${groupDigits(shown)}).`;
   // A diff's frames are before + after wide: what is hidden is a share of that width.
   const whole = fg.diff ? fg.width_total : fg.total;
   const hidden = fg.diff ? t.width : t.value;
   const limits = [];
-  if (t.budget) limits.push(`the ${count(shown)} heaviest frames`);
+  if (t.budget) limits.push(`the ${groupDigits(shown)} heaviest frames`);
   if (t.node_fraction) limits.push(`frames over ${formatPct(t.node_fraction, 1)} of the total`);
-  let text = `${where}Showing ${limits.join(" and ") || `${count(shown)} frames`}; `;
-  text += `${count(t.nodes)} smaller call trees are hidden`;
+  let text = `${where}Showing ${limits.join(" and ") || `${groupDigits(shown)} frames`}; `;
+  text += `${groupDigits(t.nodes)} smaller call trees are hidden`;
   if (t.max != null) {
     text += `, each at most ${formatValue(t.max, fg.unit)}`;
     // Their width when zoomed out: under a pixel means the picture is the same without them.

@@ -37,8 +37,10 @@ export class FlameGraph {
     }).observe(this.scroller.parentElement);
   }
 
-  /** Takes the flame graph JSON; builds the typed arrays every later step reads. */
-  setData(fg) {
+  /** Takes the flame graph JSON; builds the typed arrays every later step reads, then lays
+   * them out and draws them, unless opts.layout is false: a caller that sets a search and a
+   * zoom next has them laid out and drawn once, by setZoom. */
+  setData(fg, opts = {}) {
     const nodes = fg.nodes;
     const n = nodes.name.length;
     const d = {
@@ -80,7 +82,7 @@ export class FlameGraph {
     this.paintColours();
     this.zoom = 0;
     this.charW = 0;
-    this.relayout();
+    if (opts.layout !== false) this.relayout();
   }
 
   paintColours() {
@@ -333,12 +335,14 @@ export class FlameGraph {
     if (i >= 0) this.setZoom(i);
   }
 
-  /** Marks names matching re; returns the matched value, counting each stack once. */
-  search(re) {
+  /** Marks names matching re; returns the matched value, counting each stack once. Redraws,
+   * unless opts.draw is false. */
+  search(re, opts = {}) {
     const d = this.data;
+    const redraw = opts.draw !== false;
     if (!re) {
       this.match = null;
-      this.draw();
+      if (redraw) this.draw();
       return null;
     }
     const match = new Uint8Array(d.names.length);
@@ -353,7 +357,7 @@ export class FlameGraph {
       }
     }
     this.match = match;
-    this.draw();
+    if (redraw) this.draw();
     return sum;
   }
 }

@@ -94,9 +94,10 @@ export class FlameView {
   }
 
   draw(doc, path) {
+    // One layout and one draw, at the zoom, with the search marked: by setZoom below.
     this.switching = true;
-    this.graph.setData(doc);
-    this.graph.search(this.re);
+    this.graph.setData(doc, { layout: false });
+    this.graph.search(this.re, { draw: false });
     this.switching = false;
     this.dom.root.dataset.detail = doc === this.base ? "" : "zoom";
     this.graph.setZoom(this.graph.nodeAt(path));

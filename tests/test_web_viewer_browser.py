@@ -155,6 +155,37 @@ def test_flame_graph_is_drawn_with_metadata_and_ways_out(page, live_server, cpu_
     assert page.console_errors == []
 
 
+def test_first_paint_loads_only_what_the_head_preloads(page, live_server, cpu_small):
+    # Every module the flame graph's first paint runs was asked for by the head (none waits for
+    # its importer to arrive first), and the views the head preloads are fetched once: the
+    # viewer's fetch takes the preloaded reply (its mode and credentials match the link's).
+    fetched: list[str] = []
+    page.on("request", lambda r: fetched.append(r.url))
+    open_profile(page, cpu_small)
+    got = page.evaluate(
+        """() => {
+          const painted = performance.getEntriesByName("flame-painted")[0].startTime;
+          const links = document.querySelectorAll('link[rel="modulepreload"], link[rel="preload"]');
+          const classic = document.querySelectorAll("script[src]:not([type=module])");
+          return {
+            preloaded: [...links].map((l) => l.href),
+            classic: [...classic].map((s) => s.src),
+            before: performance.getEntriesByType("resource")
+              .filter((e) => e.startTime < painted).map((e) => e.name),
+          };
+        }"""
+    )
+    scripts = [u for u in got["before"] if u.endswith(".js")]
+    assert any(u.endswith("/static/viewer.js") for u in scripts), scripts
+    late = [u for u in scripts if u not in got["preloaded"] + got["classic"]]
+    assert late == [], late
+    api = cpu_small.replace(live_server, live_server + "/api/v1/profiles")
+    for view in (api + "/flamegraph", api + "/top"):
+        assert view in got["preloaded"]
+        assert fetched.count(view) == 1, [u for u in fetched if "/api/" in u]
+    assert page.console_errors == []
+
+
 def test_values_are_formatted_like_pprof(page, cpu_small):
     open_profile(page, cpu_small)
     got = page.evaluate(

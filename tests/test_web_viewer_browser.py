@@ -186,6 +186,24 @@ def test_first_paint_loads_only_what_the_head_preloads(page, live_server, cpu_sm
     assert page.console_errors == []
 
 
+def test_embed_loads_only_what_its_head_preloads(page, live_server, cpu_small):
+    fetched: list[str] = []
+    page.on("request", lambda r: fetched.append(r.url))
+    page.goto(cpu_small + "/embed")
+    page.wait_for_selector("#embed[data-state=ready]", timeout=60_000)
+    got = page.evaluate(
+        """() => ({
+          preloaded: [...document.querySelectorAll("link[rel$=preload]")].map((l) => l.href),
+          scripts: performance.getEntriesByType("resource").map((e) => e.name)
+            .filter((u) => u.endsWith(".js") && !u.endsWith("/theme.js")),
+        })"""
+    )
+    assert got["scripts"] and set(got["scripts"]) <= set(got["preloaded"]), got
+    view = cpu_small.replace(live_server, live_server + "/api/v1/profiles") + "/flamegraph"
+    assert view in got["preloaded"] and fetched.count(view) == 1, fetched
+    assert page.console_errors == []
+
+
 def test_values_are_formatted_like_pprof(page, cpu_small):
     open_profile(page, cpu_small)
     got = page.evaluate(

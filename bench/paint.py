@@ -16,6 +16,12 @@ SHARE_PRECOMPUTE=off (the peer, a second server started here). Goal: at most 1 s
 labelled profile. And a first view 2 s after an upload: its server time (the Server-Timing
 header) and whether /metrics counted a cache hit; goal: a hit, at most 100 ms.
 
+Painted is the page's own `flame-painted` mark, on the wall clock (performance.timeOrigin + the
+mark) against the upload's start: not when this script notices it. Noticing takes a selector
+check in the page, queued behind what the page does after its first paint (the top table's
+rows and their layout) and a round trip through Playwright: 0.2-0.3 s on a loaded machine,
+none of it the visitor's wait. The noticed figure is printed beside it.
+
     .venv/bin/python bench/paint.py [--runs 7] [--net-runs 3] [--full-runs 3] [--upload-runs 5]
 """
 
@@ -64,10 +70,13 @@ TIMINGS_JS = """() => {
   const nav = performance.getEntriesByType("navigation")[0];
   const res = (part) => performance.getEntriesByType("resource")
     .filter((e) => e.name.includes(part)).pop() || {};
+  const scripts = performance.getEntriesByType("resource").filter((e) => e.name.endsWith(".js"));
   return {
     painted: mark("flame-painted"),
     drawn: mark("flame-drawn"),
+    origin: performance.timeOrigin,
     html: nav ? nav.responseEnd : null,
+    js: scripts.length ? Math.max(...scripts.map((e) => e.responseEnd)) : null,
     json: res("/flamegraph").responseEnd,
     json_server: ((res("/flamegraph").serverTiming || []).find((t) => t.name === "app") || {})
       .duration,
@@ -224,7 +233,7 @@ def report(items: list[Shared], elapsed: float) -> None:
     """Prints the paint times per profile and view, then what the page was sent."""
     print("first flame-graph paint, ms from navigation start (each load in a fresh context)")
     head = f"{'profile':<24}{'view':<13}{'runs':>5}{'median':>8}{'min':>7}{'max':>7}{'/1s':>7}"
-    print(head + f"{'html':>6}{'json':>6}{'top':>6}{'drawn':>7}{'setData':>9}")
+    print(head + f"{'html':>6}{'js':>6}{'json':>6}{'top':>6}{'drawn':>7}{'setData':>9}")
     for it in items:
         for view in it.views.values():
             painted = [r["painted"] for r in view.runs]
@@ -235,12 +244,20 @@ def report(items: list[Shared], elapsed: float) -> None:
             line += f"{min(painted):>7.0f}{max(painted):>7.0f}{med / GOAL_MS:>7.2f}"
             line += "".join(
                 f"{median(view.runs, k):>{w}}"
-                for k, w in [("html", 6), ("json", 6), ("top", 6), ("drawn", 7), ("setdata", 9)]
+                for k, w in [
+                    ("html", 6),
+                    ("js", 6),
+                    ("json", 6),
+                    ("top", 6),
+                    ("drawn", 7),
+                    ("setdata", 9),
+                ]
             )
             print(line)
     print("  /1s: median over the 1000 ms goal (the goal is the default view; under 1.00 meets")
-    print("  it). html, json, top: when the page, the flame graph JSON and the top JSON had")
-    print("  arrived; drawn: canvas drawn; setData: the flame graph's own layout + draw, in ms.")
+    print("  it). html, js, json, top: when the page, its last script, the flame graph JSON and")
+    print("  the top JSON had arrived; drawn: canvas drawn; setData: the flame graph's own layout")
+    print("  + draw, in ms.")
     print(f"  net: Chromium emulating {NETWORK_TEXT}; otherwise loopback as it is.")
     print("\nwhat the page is sent (default sample type)")
     for it in items:
@@ -274,11 +291,13 @@ def view_hits(base: str) -> float:
 
 def upload_to_paint(browser: Any, base: str, body: bytes) -> dict[str, float]:
     """Upload start -> the flame graph painted, ms: the upload as curl sends it, then the link
-    opened in a fresh context as soon as the reply arrives."""
+    opened in a fresh context as soon as the reply arrives. total: until the page's paint mark
+    (see the module's docstring); noticed: until this script saw it."""
     context = browser.new_context(viewport={"width": 1400, "height": 900})
     try:
         page = context.new_page()
         started = time.perf_counter()
+        started_epoch_ms = time.time() * 1000
         res = requests.post(base + "/", data=body, timeout=120)
         res.raise_for_status()
         uploaded = time.perf_counter()
@@ -288,10 +307,16 @@ def upload_to_paint(browser: Any, base: str, body: bytes) -> dict[str, float]:
         if page.locator(FAILED).count():
             sys.exit(f"{res.text.strip()}: {page.locator('#status').text_content()}")
         timings = page.evaluate(TIMINGS_JS)
+        upload_ms = (uploaded - started) * 1000
         return {
-            "total": (done - started) * 1000,
-            "upload": (uploaded - started) * 1000,
+            "total": timings["origin"] + timings["painted"] - started_epoch_ms,
+            "noticed": (done - started) * 1000,
+            "upload": upload_ms,
+            # upload reply -> the page's navigation start (same wall clock as the total's)
+            "nav": timings["origin"] - started_epoch_ms - upload_ms,
+            "json": timings.get("json") or 0.0,  # from navigation start
             "json_server": timings.get("json_server") or 0.0,
+            "after_json": timings["painted"] - (timings.get("json") or 0.0),
         }
     finally:
         context.close()
@@ -330,7 +355,8 @@ def report_first_visits(found: dict[Any, Any]) -> None:
     print("\nupload start -> flame graph painted, ms (a new profile each time, opened at once)")
     print(
         f"{'profile':<24}{'precompute':<12}{'runs':>5}{'median':>8}{'min':>7}{'max':>7}"
-        f"{'upload':>8}{'json srv':>9}{'/1s':>6}   2 s later: server ms, cache hits"
+        f"{'/1s':>6}{'noticed':>8}{'upload':>7}{'nav':>5}{'json':>6}{'json srv':>9}"
+        f"{'after':>6}   2 s later: server ms, cache hits"
     )
     for (name, setting), row in found.items():
         total = [r["total"] for r in row["paint"]]
@@ -339,9 +365,19 @@ def report_first_visits(found: dict[Any, Any]) -> None:
         hits = sum(int(r["hit"]) for r in row["later"])
         print(
             f"{name:<24}{setting:<12}{len(total):>5}{med:>8.0f}{min(total):>7.0f}"
-            f"{max(total):>7.0f}{median(row['paint'], 'upload'):>8}"
-            f"{median(row['paint'], 'json_server'):>9}{med / GOAL_UPLOAD_PAINT_MS:>6.2f}"
-            f"   {later_ms:7.1f} ms, {hits}/{len(row['later'])} hits"
+            f"{max(total):>7.0f}{med / GOAL_UPLOAD_PAINT_MS:>6.2f}"
+            + "".join(
+                f"{median(row['paint'], k):>{w}}"
+                for k, w in [
+                    ("noticed", 8),
+                    ("upload", 7),
+                    ("nav", 5),
+                    ("json", 6),
+                    ("json_server", 9),
+                    ("after_json", 6),
+                ]
+            )
+            + f"   {later_ms:7.1f} ms, {hits}/{len(row['later'])} hits"
         )
     names = {name for name, _ in found}
     for name in sorted(names):
@@ -355,7 +391,10 @@ def report_first_visits(found: dict[Any, Any]) -> None:
         f"  goals: {GOAL_UPLOAD_PAINT_MS:.0f} ms upload->painted for the labelled profile; a "
         f"first view 2 s later a cache hit of at most {GOAL_FIRST_VIEW_MS:.0f} ms server time."
     )
-    print("  upload: until the link came back; json srv: the flame graph JSON's server time.")
+    print("  median/min/max: until the page's paint mark; noticed: until this script saw it.")
+    print("  upload: until the link came back; nav: from then to the page's navigation start;")
+    print("  json: the flame graph JSON in, from navigation start; json srv: its server time;")
+    print("  after: from the JSON in to the paint (parse, layout, draw, the frame).")
 
 
 def main() -> None:

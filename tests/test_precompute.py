@@ -89,7 +89,7 @@ def test_a_view_a_visitor_computed_first_is_not_computed_again(app: Any) -> None
 
 @pytest.fixture
 def one_process() -> Iterator[ComputePool]:
-    pool = ComputePool(load({}, {"ANALYSIS_WORKERS": 1}))
+    pool = ComputePool(load({}, {"ANALYSIS_WORKERS": 1, "INGEST_WORKERS": 0, "MERGE_WORKERS": 0}))
     pool.run({"op": "ping"})
     yield pool
     pool.close()
@@ -100,8 +100,8 @@ def test_a_compute_process_takes_waiting_views_before_background_work(
 ) -> None:
     pool, times = one_process, {}
 
-    def busy() -> None:
-        pool.run({"op": "sleep", "seconds": 0.6})
+    def busy() -> None:  # long enough that both others queue behind it on a loaded machine
+        pool.run({"op": "sleep", "seconds": 2.0})
 
     def background() -> None:
         with pool.reserve(0, wait=10) as reservation:

@@ -101,10 +101,7 @@ class Share:
         clock: Callable[[], float] = time.time,
         compute: ComputePool | None = None,
     ) -> None:
-        self.blobs = blobs
-        self.meta = meta
-        self.settings = settings
-        self.clock = clock
+        self.blobs, self.meta, self.settings, self.clock = blobs, meta, settings, clock
         # Processes start on first use; one pool may serve several apps (tests share one).
         self.compute = compute if compute is not None else ComputePool(settings)
         self.views = ViewService(meta, self.compute, settings, clock=lambda: self.clock())
@@ -154,14 +151,12 @@ class Share:
         With strip, what is stored (and hashed for the id) is the profile without those parts
         (share.pprof.strip, applied in the compute process before hashing). With precompute,
         a new profile's first views are computed next, in the background (compute.precompute).
-        derived: the server made it (a collection's block or selection): it is validated on the
-        merge process that made it (ComputePool.made_slot), which holds it decoded for the
-        collection's next merge, so that neither people's uploads nor views wait behind it
-        (with SHARE_MERGE_WORKERS=0, on an analysis process, which holds it for its views)."""
+        derived: the server made it (a block): validated on the merge process that made it
+        (ComputePool.made_slot), where the collection's next merge finds it decoded, so that
+        neither uploads nor views wait behind it."""
         seconds = self.expiry_seconds(expires)
         limit = self.settings["MAX_UPLOAD_BYTES"]
         with spool.holding(source, limit) as path, spool.new_file(".gz") as made:
-            # An upload is never behind an analysis or a merge; a derived one is behind merges.
             slot = self.compute.made_slot() if derived else self.compute.ingest_slot()
             facts = self._validate(path, made, slot, strip)
             blob = made if facts["blob"] is not None else path

@@ -20,7 +20,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from share.compute.pool import INGEST, MERGE  # an ingest or merge process's last argument
+from share.compute.supervisor import INGEST, MERGE  # an ingest or merge process's last argument
 
 from conftest import _AWS_ENV, BIN, free_port, new_bucket, wait_for_port
 

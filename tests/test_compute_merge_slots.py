@@ -18,8 +18,9 @@ import pytest
 
 from share.analysis.views import options as view_options
 from share.collections import open_collections
-from share.compute.pool import INGEST, MERGE, ComputePool
+from share.compute.pool import ComputePool
 from share.compute.service import AFFINITY_KEY
+from share.compute.supervisor import INGEST, MERGE
 from share.config import ConfigError, load
 from share.core import Share, open_share
 

@@ -1,5 +1,5 @@
 """A compute process: `python -m share.compute.worker SOCKET [ingest|merge]`, started by
-pool.Supervisor. With `ingest` it is an ingest process: it answers the same jobs, but the pool
+supervisor.Supervisor. With `ingest` it is an ingest process: it answers the same jobs, but the pool
 sends it only uploads' validations, and it keeps no profile decoded (nothing asks it again).
 With `merge` it is a merge process: the pool sends it merges and the validation of the merges
 the server stores, and it keeps profiles decoded as an analysis process does (a collection's
@@ -38,7 +38,7 @@ from ..store import locate
 from . import protocol
 from .cache import ProfileCache, footprint
 from .ingest import ingest, read_upload
-from .pool import INGEST, MERGE
+from .supervisor import INGEST, MERGE
 
 VIEW_GZIP_LEVEL = 6  # paid once per view; level 9 took 3-6x as long for 3-17% fewer bytes
 # Over 256 KiB (the flame graphs and top tables of large profiles, 0.8-2.2 MB of JSON) level 6

@@ -119,7 +119,7 @@ def start(server: Any) -> None:
     prometheus_client's multiprocess mode."""
     # One set of compute processes for the instance, shared by every worker (a profile is then
     # warm for all of them), started in the master before it forks the workers.
-    from ..compute.pool import DIRECTORY_ENV, Supervisor
+    from ..compute.supervisor import DIRECTORY_ENV, Supervisor
 
     supervisor = Supervisor(load(os.environ))
     supervisor.start()

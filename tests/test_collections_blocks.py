@@ -143,3 +143,25 @@ def test_growing_blocks_are_kept_an_hour_and_settled_ones_as_members(tmp_path: A
     again = selection(client, cid, **query)
     assert again["profile"] == block["profile"] and again["built"] == 0
     assert expires_in(block["profile"]) > 29 * 86400
+
+
+def test_more_new_members_than_one_merge_takes_still_extend(tmp_path: Any) -> None:
+    """A warm-up that fell behind: more new members than one merge takes (here 2) are merged
+    onto the block in chunks, not merged anew at every level under it; past EXTEND_MOST
+    merges' worth, anew."""
+    stores = {"BLOBS": f"file:{tmp_path}/b", "META": f"sqlite:{tmp_path}/m", **OPEN}
+    client = make_app({**stores, "MERGE_MAX_PROFILES": 2}).test_client()
+    plain = make_app(stores).test_client()  # the same stores, merges of any size
+    cid, token = create(client)
+    base = (int(time.time()) // 60 - 1) * 60
+    pids = [add(client, cid, token, f"behind{i}", base + 1 + i * 0.1) for i in range(2)]
+    assert selection(client, cid)["extended"] == 0
+    pids += [add(client, cid, token, f"behind{i}", base + 1 + i * 0.1) for i in range(2, 7)]
+    grown = selection(client, cid)
+    assert grown["members"] == 7 and grown["extended"] == 1 and grown["parts"] == 6
+    assert top(client, f"/c/{cid}/top") == plain_merge_top(plain, pids)
+    many = blocks_module.EXTEND_MOST * 2 + 1
+    pids += [add(client, cid, token, f"behind{i}", base + 1 + i * 0.1) for i in range(7, 7 + many)]
+    whole = selection(client, cid)
+    assert whole["members"] == 7 + many and whole["extended"] == 0
+    assert top(client, f"/c/{cid}/top") == plain_merge_top(plain, pids)

@@ -12,7 +12,8 @@ are merged in chunks, then merged again.
 
 Blocks grow as a fleet adds: the window that is filling now changes with every add, and its
 block is not merged again from its parts but extended, when the members it holds are the first
-ones of the window now (a digest of their keys says so) and fewer than a merge's worth are new:
+ones of the window now (a digest of their keys says so) and no more than a few merges' worth
+are new:
 the new block is the old one merged with the new members (extension()). So a fleet's adds cost
 each member one merge per level a view asks for, not one per view.
 
@@ -36,6 +37,7 @@ from ..core import Share
 from ..store.collections.index import Collection, CollectionIndex, Member
 
 RESOLUTIONS = (10, 60, 600, 3600, 86400)
+EXTEND_MOST = 4  # merges' worth (SHARE_MERGE_MAX_PROFILES) of new members a block is extended by
 GROWING_SECONDS = 3600  # the most a block or selection of a window still filling is kept
 SETTLED_AFTER = 300  # a window that ended this long ago takes no more members, as a rule
 BLOCK_TITLE = "block of collection {cid}: {kind}, {res} s from {t0}"
@@ -179,12 +181,14 @@ class Blocks:
     def extension(self, entry: dict[str, Any] | None, members: list[Member]) -> list[str] | None:
         """The parts of members' block made from the block an entry holds: its profile and the
         members after those it holds, when it holds the first of members (in time order) and
-        fewer than a merge's worth are new; else None (merge the block anew)."""
+        at most EXTEND_MOST merges' worth are new; else None (merge the block anew from its
+        parts: when a warm-up falls behind, extending still costs each new member one merge,
+        where merging anew would merge it again at every level under the block)."""
         if entry is None:
             return None
         held = int(entry.get("members", 0))
         new = members[held:]
-        if held < 1 or not new or len(new) >= self.chunk:
+        if held < 1 or not new or len(new) > EXTEND_MOST * self.chunk:
             return None
         if entry.get("digest") != digest([m.key for m in members[:held]]):
             return None

@@ -3,6 +3,7 @@ the balanced pair (HAProxy with README's haproxy.cfg, two `pprof-share serve` in
 redis-server and one moto S3, all started here: tests/balanced_pair.py).
 
     .venv/bin/python bench/fleet.py [--seconds 300] [--targets 100] [--viewers 20] [--no-ramp]
+                                    [--setting SHARE_MERGE_WORKERS=2 ...]
 
 --targets simulated targets (labels pod=target-N, zone=zN%4, app=fleet) each add a CPU and a
 heap profile of ~100 KB (bench/fleet_profiles.py: distinct bytes each, built before the clock
@@ -313,6 +314,8 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=6, help="most ramp steps")
     parser.add_argument("--no-ramp", action="store_true")
     parser.add_argument("--keep", action="store_true", help="keep the logs and configs")
+    parser.add_argument("--setting", action="append", default=[], metavar="SHARE_X=VALUE",
+                        help="a setting of both instances (repeatable)")  # fmt: skip
     args = parser.parse_args()
     if haproxy_exe() is None:
         raise SystemExit("bench/fleet.py needs haproxy: apt-get install haproxy")
@@ -327,9 +330,12 @@ def main() -> int:
         print(f"profiles: {args.targets} targets x (cpu {profiles.size('cpu') / 1000:.0f} KB,"
               f" heap {profiles.size('heap') / 1000:.0f} KB), built in"
               f" {time.monotonic() - built:.1f} s before the clock runs")  # fmt: skip
-        pair = start_pair(redis_url, endpoint, work, workers=args.workers, extra=RATES_OFF)
+        settings = dict(item.split("=", 1) for item in args.setting)
+        extra = {**RATES_OFF, **settings}
+        pair = start_pair(redis_url, endpoint, work, workers=args.workers, extra=extra)
         print(f"balanced pair: HAProxy {pair.url} -> {', '.join(i.url for i in pair.instances)}"
-              f" ({args.workers} gunicorn workers each), redis-server, moto; "
+              f" ({args.workers} gunicorn workers each{''.join(', ' + k for k in args.setting)}),"
+              " redis-server, moto; "
               f"{os.cpu_count()} cores shared by all, the generator included")  # fmt: skip
         meter = CpuMeter(pair, {"redis": redis_proc.pid, "moto": moto.pid})
         fleet = Fleet(pair.url, profiles, args)

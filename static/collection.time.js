@@ -2,11 +2,20 @@
 // reads them) to epoch seconds and back, a range snapped to the timeline's step, and the text
 // a reader sees (UTC, as the rest of the site shows times).
 
-/** Epoch seconds of a from/to value (RFC 3339 or unix seconds), or null. */
+const UNITS = { s: 1, m: 60, h: 3600, d: 86400, w: 7 * 86400, y: 365 * 86400 };
+const RELATIVE_STEP = 10; // the server rounds now-1h down to whole 10 s (selection.py)
+
+/** Epoch seconds of a from/to value (RFC 3339, unix seconds, now or now-1h), or null. */
 export function parseTime(text) {
   if (text == null || text === "") return null;
   const t = String(text).trim();
   if (/^\d+(\.\d+)?$/.test(t)) return Number(t);
+  if (t === "now") return Date.now() / 1000;
+  const ago = /^now-(\d+)\s*([smhdwy])$/i.exec(t);
+  if (ago) {
+    const at = Date.now() / 1000 - Number(ago[1]) * UNITS[ago[2].toLowerCase()];
+    return Math.floor(at / RELATIVE_STEP) * RELATIVE_STEP;
+  }
   const ms = Date.parse(t);
   return Number.isNaN(ms) ? null : ms / 1000;
 }

@@ -428,3 +428,14 @@ def test_a_stored_diff_s_banner_follows_the_selection(live_server, page) -> None
     page.go_back()
     settled(page)
     assert page.text_content("#diff-head .cmp-totals") == whole
+
+
+def test_a_relative_range_is_shown_as_the_time_it_starts(page, fleet):
+    """from=now-1000w reads as the moment it names (rounded down to 10 s, as the server
+    rounds it), not as all time."""
+    open_collection(page, fleet["url"] + "?from=now-1000w")
+    text = page.inner_text("#sel-main")
+    assert "6 profiles merged" in text and "all time" not in text, text
+    shown = re.search(r"from (\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\dZ)", text)
+    assert shown is not None and shown.group(1).endswith("0Z"), text
+    assert page.console_errors == []

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from compute_roles import cmdline, first_options, ping
 
-from share.analysis.views import options as view_options
 from share.compute.pool import ComputePool
 from share.compute.service import AFFINITY_KEY
 from share.compute.supervisor import INGEST, MERGE
@@ -47,21 +47,6 @@ def share(pool: ComputePool, tmp_path: Path) -> Iterator[Share]:
     core = open_share(settings(tmp_path, INGEST_WORKERS=1), compute=pool)
     yield core
     core.meta.close()  # not core.close(): the module's pool outlives it
-
-
-def ping(pool: ComputePool, slot: int) -> dict[str, Any]:
-    """The slot's process: its pid, jobs answered (this one included) and warm profiles."""
-    return pool.run({"op": "ping"}, slot=slot)
-
-
-def cmdline(pid: int) -> list[str]:
-    return Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")[:-1]
-
-
-def first_options(share: Share, pid: str, name: str) -> dict[str, Any]:
-    record = share.record(pid)
-    types = [(t, u) for t, u in record.sample_types]
-    return view_options.parse(name, {}, types, record.default_sample_type)
 
 
 @contextlib.contextmanager

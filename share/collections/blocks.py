@@ -13,9 +13,8 @@ are merged in chunks, then merged again.
 Blocks grow as a fleet adds: the window that is filling now changes with every add, and its
 block is not merged again from its parts but extended, when the members it holds are the first
 ones of the window now (a digest of their keys says so) and no more than a few merges' worth
-are new:
-the new block is the old one merged with the new members (extension()). So a fleet's adds cost
-each member one merge per level a view asks for, not one per view.
+are new: the new block is the old one merged with the new members (extension()). So a fleet's
+adds cost each member one merge per level a view asks for, not one per view.
 
 Blocks are kept per kind and label selector (the whole collection when the selector is empty,
 one series when it names one) as ordinary stored profiles, indexed as collection entries with
@@ -35,6 +34,7 @@ from typing import Any
 
 from ..core import Share
 from ..store.collections.index import Collection, CollectionIndex, Member
+from ..store.meta import Record
 
 RESOLUTIONS = (10, 60, 600, 3600, 86400)
 EXTEND_MOST = 4  # merges' worth (SHARE_MERGE_MAX_PROFILES) of new members a block is extended by
@@ -146,10 +146,11 @@ class Blocks:
         key = f"b|{kind}|{digest([selector])[:12]}|{res}|{t0}"
         growing = self.growing(t0 + res)
         entry = self.index.entry_get(c.id, key)
-        if self._holds(entry, want):
+        record = self.holding(entry, want)
+        if record is not None:
             if not growing:
-                self._settle(c, entry["pid"])  # type: ignore[index]
-            return entry["pid"]  # type: ignore[index]
+                self._settle(c, record)
+            return record.id
         # Its parts first, each under a lease of its own: a lease is held for one merge only,
         # never while smaller blocks are built (others wait on it at most that long).
         sub = Plan([], j - i, 0)
@@ -165,8 +166,9 @@ class Blocks:
             f"collection:{c.id}:{key}", "a block of the collection", self.wait
         ):
             entry = self.index.entry_get(c.id, key)  # another instance built it meanwhile
-            if self._holds(entry, want):
-                return entry["pid"]  # type: ignore[index]
+            record = self.holding(entry, want)
+            if record is not None:
+                return record.id
             title = BLOCK_TITLE.format(cid=c.id, kind=kind, res=res, t0=t0)
             pid = self.merged(c, sub.parts, title, growing)
             plan.built += 1 + sub.built
@@ -174,9 +176,12 @@ class Blocks:
             self.index.entry_put(c.id, key, {"pid": pid, "digest": want, "members": j - i})
             return pid
 
-    def _holds(self, entry: dict[str, Any] | None, want: str) -> bool:
-        """Whether a block's entry holds exactly the members whose keys' digest is want."""
-        return entry is not None and entry.get("digest") == want and self.live(entry["pid"])
+    def holding(self, entry: dict[str, Any] | None, want: str) -> Record | None:
+        """The live record of the profile an entry (a block, an open selection) names, when it
+        holds exactly the members whose keys' digest is want; else None."""
+        if entry is None or entry.get("digest") != want:
+            return None
+        return self.live_record(entry["pid"])
 
     def extension(self, entry: dict[str, Any] | None, members: list[Member]) -> list[str] | None:
         """The parts of members' block made from the block an entry holds: its profile and the
@@ -197,9 +202,13 @@ class Blocks:
         return [entry["pid"], *(m.pid for m in new)]
 
     def live(self, pid: str) -> bool:
+        return self.live_record(pid) is not None
+
+    def live_record(self, pid: str) -> Record | None:
         record = self.share.meta.load(pid)
         now = self.share.clock()
-        return record is not None and (record.expires_at is None or record.expires_at > now)
+        alive = record is not None and (record.expires_at is None or record.expires_at > now)
+        return record if alive else None
 
     # --- expiry -------------------------------------------------------------------------
     def growing(self, end: float) -> bool:
@@ -216,17 +225,16 @@ class Blocks:
         seconds = self.share.expiry_seconds(kept)
         return kept if seconds is not None and seconds <= GROWING_SECONDS else f"{GROWING_SECONDS}s"
 
-    def _settle(self, c: Collection, pid: str) -> None:
+    def _settle(self, c: Collection, record: Record) -> None:
         """A block stored while it grew, found whole once its window has settled: it keeps
         its collection's members' expiry from now on."""
-        record = self.share.meta.load(pid)
         now = self.share.clock()
-        if record is None or record.expires_at is None:
+        if record.expires_at is None:
             return
         if record.expires_at - now > 2 * GROWING_SECONDS:
             return
         seconds = self.share.expiry_seconds(self.expires(c))
-        self.share.meta.extend_expiry(pid, None if seconds is None else now + seconds)
+        self.share.meta.extend_expiry(record.id, None if seconds is None else now + seconds)
 
     # --- merging ------------------------------------------------------------------------
     def merged(self, c: Collection, parts: list[str], title: str, growing: bool = False) -> str:

@@ -16,7 +16,6 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ..config import parse_duration
 from ..core import Share, Upload, new_token, token_hash
@@ -290,7 +289,7 @@ class Collections:
         key = "o|" + digest([kind, selector, repr(s.start)])
         want = digest([m.key for m in members])
         entry = self.index.entry_get(c.id, key)
-        if self._current(entry, want):
+        if self.blocks.holding(entry, want) is not None:
             return entry["pid"], Plan([entry["pid"]], len(members), 1)  # type: ignore[index]
         grown = self.blocks.extension(entry, members)
         if grown is None:
@@ -301,17 +300,13 @@ class Collections:
                 f"collection:{c.id}:{key}", "the collection's selection", self.blocks.wait
             ):
                 entry = self.index.entry_get(c.id, key)
-                if self._current(entry, want):
+                if self.blocks.holding(entry, want) is not None:
                     return entry["pid"], Plan([entry["pid"]], len(members), 1)  # type: ignore[index]
                 title = SELECTION_TITLE.format(cid=c.id, n=plan.members)
                 pid = self.blocks.merged(c, grown, title, growing=True)
         if pid is not None:
             self.index.entry_put(c.id, key, {"pid": pid, "digest": want, "members": len(members)})
         return pid, plan
-
-    def _current(self, entry: dict[str, Any] | None, want: str) -> bool:
-        """Whether an open selection's entry holds exactly the members of digest want."""
-        return entry is not None and entry.get("digest") == want and self.blocks.live(entry["pid"])
 
     def resolve(self, cid: str, args: dict[str, str]) -> Resolved:
         """The request's selection (and base selection) as stored profiles."""

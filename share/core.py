@@ -150,7 +150,7 @@ class Share:
         source: bytes, or a file that holds them (compute.spool: never whole in memory here).
         With strip, what is stored (and hashed for the id) is the profile without those parts
         (share.pprof.strip, applied in the compute process before hashing). With precompute,
-        a new profile's first views are computed next, in the background (compute.precompute).
+        a new profile's first views are computed next, where it was validated (compute.precompute).
         derived: the server made it (a block): validated on the merge process that made it
         (ComputePool.made_slot), where the collection's next merge finds it decoded, so that
         neither uploads nor views wait behind it."""
@@ -166,7 +166,7 @@ class Share:
                 raise exc.nothing_stored() from exc
         if upload.created and precompute:
             record = upload.record
-            self.precompute.later(record.id, record.sample_types, record.default_sample_type)
+            self.precompute.later(record.id, record.sample_types, record.default_sample_type, slot)
         return upload
 
     def _store(

@@ -138,7 +138,7 @@ def test_uploads_views_and_merges_each_reach_their_own_processes(share: Share) -
     assert after[1]["jobs"] - before[1] == 3 + 1  # two uploads and the merge's result, validated
     assert after[0]["jobs"] - before[0] == 1 + 1  # the view
     assert after[2]["jobs"] - before[2] == 1 + 1  # the merge
-    assert after[1]["warm"] == []  # an ingest process keeps nothing decoded
+    assert {first, second} <= set(after[1]["warm"])  # kept decoded, for their precompute
     assert first in after[0]["warm"] and second not in after[0]["warm"]
     assert {first, second} <= set(after[2]["warm"])  # the merge's parts, decoded there
     for pid in (first, second, merged.record.id):  # no view is sent to where it was validated
@@ -157,10 +157,14 @@ def test_an_upload_is_validated_while_the_analysis_process_is_busy(
     assert seconds < BUSY_SECONDS / 2, seconds
 
 
-def test_precompute_warms_the_analysis_process_not_the_ingest_one(share: Share) -> None:
+def test_precompute_runs_on_the_ingest_process_that_holds_the_upload_decoded(
+    share: Share,
+) -> None:
+    """Not on the analysis process, which would fetch and decode it first (slower than the page
+    asks for its first view: bench/paint.py)."""
     share.precompute.enabled = True
     pool = share.compute
-    ingest_jobs = ping(pool, 1)["jobs"]
+    ingest_jobs, analysis_jobs = ping(pool, 1)["jobs"], ping(pool, 0)["jobs"]
     upload = share.upload(unique_profile("precomputed"))
     pid = upload.record.id
     deadline = time.monotonic() + 30
@@ -169,8 +173,45 @@ def test_precompute_warms_the_analysis_process_not_the_ingest_one(share: Share) 
         time.sleep(0.02)
     for name in ("flamegraph", "top", "summary"):
         assert share.cached_view(pid, name, first_options(share, pid, name)) is not None
-    assert pid in ping(pool, 0)["warm"]  # decoded where its later views are answered
-    assert ping(pool, 1)["jobs"] == ingest_jobs + 1 + 1  # its validation, and this ping
+    analysis = ping(pool, 0)
+    assert analysis["jobs"] == analysis_jobs + 1  # this ping: no fetch, no decode there
+    assert pid not in analysis["warm"]
+    ingest = ping(pool, 1)
+    assert ingest["jobs"] == ingest_jobs + 1 + 3 + 1  # its validation, three views, this ping
+    assert pid in ingest["warm"]
+
+
+def test_a_view_asked_while_the_first_is_precomputed_waits_for_the_precompute(
+    share: Share, pool: ComputePool
+) -> None:
+    """The page asks for its flame graph and top table at once: the precompute holds the leases
+    of all its views from the start, so the top table waits for the ingest process (a table
+    lookup once the flame graph is done) instead of being computed cold on the analysis
+    process, which would fetch and decode the profile again, on the same cores."""
+    pid = share.upload(unique_profile("second view")).record.id
+    analysis_jobs = ping(pool, 0)["jobs"]
+    wanted = [(name, first_options(share, pid, name)) for name in ("flamegraph", "top")]
+    computed: list[int] = []
+    busy = threading.Thread(
+        target=pool.run, args=({"op": "sleep", "seconds": 1.5},), kwargs={"slot": 1}
+    )
+    busy.start()
+    time.sleep(0.2)  # the ingest process has taken it: the precompute waits to reserve it
+    warming = threading.Thread(
+        target=lambda: computed.append(share.views.warm_first(pid, wanted, 10, slot=1))
+    )
+    warming.start()
+    time.sleep(0.3)  # its leases are taken
+    started = time.monotonic()
+    top = share.view(pid, "top", wanted[1][1])
+    waited = time.monotonic() - started
+    warming.join()
+    busy.join()
+    assert top and waited > 0.5, waited  # it waited for the ingest process
+    assert computed == [2]
+    analysis = ping(pool, 0)
+    assert analysis["jobs"] == analysis_jobs + 1, "computed on the analysis process too"
+    assert pid not in analysis["warm"]
 
 
 # --- SHARE_INGEST_WORKERS=0: the old behaviour ------------------------------------------------

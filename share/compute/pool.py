@@ -18,16 +18,17 @@ other job goes to an analysis process: a job about a profile to the one the prof
 to (`slot_of`) — the same from every worker — or to the one that validated it, when it did
 (SHARE_INGEST_WORKERS=0, or SHARE_MERGE_WORKERS=0 for the server's merges) and holds it
 decoded; with no process of a kind, its jobs go to the analysis processes in turn
-(`next_slot`). An ingest process keeps nothing decoded: its uploads' views are answered by their
-analysis processes. A merge process keeps what it decoded, as an analysis process does: a
-collection's next merge reads the blocks and members the last one read or made.
+(`next_slot`). An ingest process keeps its last uploads decoded only for their precompute: their
+views someone waits for are answered by their analysis processes. A merge process keeps what it
+decoded, as an analysis process does: a collection's next merge reads the blocks and members the
+last one read or made.
 
 The pool waits at most SHARE_ANALYSIS_SECONDS for a process to take the job and as long again
 for the answer; past that, or when the process dies or runs out of memory, it is killed, the
 Supervisor starts another in its place, and the caller gets a ShareError saying what happened.
 
 Each process also listens on compute-<slot>.background.sock, for work nobody waits for (the
-views precomputed after an upload, share.compute.precompute: only analysis processes get any).
+views precomputed after an upload, share.compute.precompute: on the process that validated it).
 Between jobs a process takes a waiting connection of its main socket before any of the
 background one, so a background job delays a view someone waits for by at most the one
 background job it is running. A background caller first reserves the process (`reserve`): it

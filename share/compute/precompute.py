@@ -6,13 +6,16 @@ How it is scheduled, so that a burst of uploads never starves views someone wait
   it the oldest is dropped, and the newest is warmed first: the newest links are the ones
   about to be opened. One thread (a greenlet under gunicorn's gevent worker) works through it,
   one view at a time.
-- A view is computed on the profile's analysis process (the one its id hashes to, which then
-  fetches and decodes it, and answers its every later view; with SHARE_INGEST_WORKERS=0, the
-  one that validated it and holds it decoded) through that process's background socket:
-  between jobs a process takes every waiting connection of its main socket (views someone
-  waits for, merges; uploads, when they share it) before a background one, so a precompute
-  delays them by at most the one view it is running. Ingest processes get no background work:
-  an upload waits for none.
+- A view is computed, through its background socket, on the compute process that has just
+  validated the upload and holds it decoded: an ingest process (SHARE_INGEST_WORKERS), or the
+  analysis process that validated it when there are none. Fetching and decoding it again on
+  its analysis process took longer than the page takes to ask (bench/paint.py: 0.2 s of a
+  6 MB profile's first second). Other profiles (a collection's merged selection) are warmed on
+  their analysis process (the one the id hashes to). Between jobs a process takes every
+  waiting connection of its main socket (uploads, views someone waits for, merges) before a
+  background one, so a precompute delays them by at most the one view it is running; views
+  someone waits for are answered by analysis processes, which an upload's precompute leaves
+  alone.
 - Before it takes the view's lease the thread reserves the process (share.compute.pool), and it
   gives way — computes nothing — when the view is cached, being computed by anyone, or the
   process stays busy for WAIT_SECONDS. A teammate who opens the link meanwhile computes the
@@ -24,7 +27,7 @@ from __future__ import annotations
 import collections
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import NamedTuple
 
 from .. import metrics
 from ..analysis.views import options as view_options
@@ -37,24 +40,37 @@ QUEUE_LENGTH = 256
 WAIT_SECONDS = 5.0  # for an idle compute process, per view; past it the view is left to a visit
 
 
+class _Warming(NamedTuple):
+    """A profile whose first views are to be computed, and where it is decoded (None: its
+    analysis process)."""
+
+    pid: str
+    types: list[tuple[str, str]]
+    default_type: str | None
+    slot: int | None
+
+
 class Precompute:
     """The queue of profiles whose first views this process computes in the background."""
 
     def __init__(self, views: ViewService, enabled: bool = True) -> None:
         self.views = views
         self.enabled = enabled
-        self._queue: collections.deque[tuple[str, list[tuple[str, str]], str | None]] = (
-            collections.deque(maxlen=QUEUE_LENGTH)
-        )
+        self._queue: collections.deque[_Warming] = collections.deque(maxlen=QUEUE_LENGTH)
         self._ready = threading.Condition()
         self._thread: threading.Thread | None = None
         self.computed = 0  # views this process precomputed (read by tests)
         self.dropped = 0  # profiles that left the queue unwarmed (it was full)
 
     def later(
-        self, pid: str, sample_types: Sequence[Sequence[str]], default_type: str | None
+        self,
+        pid: str,
+        sample_types: Sequence[Sequence[str]],
+        default_type: str | None,
+        slot: int | None = None,
     ) -> None:
-        """Warm pid's first views soon, off the caller's path."""
+        """Warm pid's first views soon, off the caller's path; on `slot`, the compute process
+        that holds it decoded, if given."""
         if not self.enabled:
             return
         types = [(t, u) for t, u in sample_types]
@@ -62,7 +78,7 @@ class Precompute:
             if len(self._queue) == self._queue.maxlen:
                 self.dropped += 1
                 metrics.precompute("dropped")
-            self._queue.append((pid, types, default_type))
+            self._queue.append(_Warming(pid, types, default_type, slot))
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._work, daemon=True, name="precompute")
                 self._thread.start()
@@ -76,17 +92,19 @@ class Precompute:
             with self._ready:
                 while not self._queue:
                     self._ready.wait()
-                pid, types, default_type = self._queue.pop()
-            for name in FIRST_VIEWS:
-                self._warm(pid, name, types, default_type)
+                warming = self._queue.pop()
+            self._warm(warming)
 
-    def _warm(self, pid: str, name: str, types: list[tuple[str, str]], default: str | None) -> None:
+    def _warm(self, w: _Warming) -> None:
         try:
-            options: dict[str, Any] = view_options.parse(name, {}, types, default)
-            computed = self.views.warm(pid, name, options, WAIT_SECONDS)
-        except Exception:  # noqa: BLE001 - a precompute that fails leaves the view to a visit
+            wanted = [
+                (name, view_options.parse(name, {}, w.types, w.default_type))
+                for name in FIRST_VIEWS
+            ]
+            computed = self.views.warm_first(w.pid, wanted, WAIT_SECONDS, w.slot)
+        except Exception:  # noqa: BLE001 - a precompute that fails leaves its views to a visit
             metrics.precompute("failed")
             return
-        if computed:
-            self.computed += 1
-        metrics.precompute("computed" if computed else "skipped")
+        self.computed += computed
+        for outcome in ["computed"] * computed + ["skipped"] * (len(FIRST_VIEWS) - computed):
+            metrics.precompute(outcome)

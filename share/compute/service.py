@@ -18,7 +18,7 @@ from ..analysis.views import options as view_options
 from ..analysis.views import views
 from ..errors import ShareError
 from . import progress as view_progress
-from .once import Once
+from .once import Lease, Once
 from .pool import AnalysisFailed, ComputePool, job_settings
 from .progress import Progress
 
@@ -89,20 +89,48 @@ class ViewService:
         metrics.cache(hit=self.once.computed == computed_before)
         return data
 
-    def warm(self, pid: str, name: str, options: dict[str, Any], wait: float) -> bool:
-        """Compute a view nobody has asked for yet (share.compute.precompute), in the
-        background: on an idle compute process (the profile's, where it is warm), and only if
-        it is neither cached nor being computed. Waits at most `wait` seconds for the process
-        to be free of views someone waits for; True when it computed the view."""
-        flight = _Flight(self, pid, name, options, ())
-        if flight.cached() is not None:
-            return False
-        slot = self._slot(pid)
-        with self.compute.reserve(self.compute.slot_of(pid) if slot is None else slot, wait) as rs:
-            if rs is None:
-                return False
-            compute = lambda: flight.compute(rs.run)  # noqa: E731
-            return self.once.try_run(flight.once_key, flight.lease, flight.cached, compute)
+    def warm(
+        self, pid: str, name: str, options: dict[str, Any], wait: float, slot: int | None = None
+    ) -> bool:
+        """warm_first() of one view: True when it computed it."""
+        return self.warm_first(pid, [(name, options)], wait, slot) == 1
+
+    def warm_first(
+        self,
+        pid: str,
+        wanted: list[tuple[str, dict[str, Any]]],
+        wait: float,
+        slot: int | None = None,
+    ) -> int:
+        """Compute views nobody has asked for yet (share.compute.precompute), in the
+        background, in order: on an idle compute process (`slot`, the ingest process that has
+        just validated the profile and holds it decoded; else the profile's analysis process),
+        each only if it is neither cached nor being computed. The leases of all are taken
+        first, so that a page that asks for its second view while the first is computed waits
+        for it (one table lookup away) instead of computing it cold elsewhere. Waits at most
+        `wait` seconds for the process to be free of work someone waits for, per view; gives
+        the others up when it was not. How many it computed."""
+        flights = [_Flight(self, pid, name, options, ()) for name, options in wanted]
+        held: list[tuple[_Flight, Lease]] = []
+        try:
+            for flight in flights:
+                lease = Lease(self.meta, flight.lease)
+                if flight.cached() is None and lease.acquire():
+                    held.append((flight, lease))
+            slot = self._slot(pid) if slot is None else slot
+            slot = self.compute.slot_of(pid) if slot is None else slot
+            computed = 0
+            for flight, _ in held:
+                with self.compute.reserve(slot, wait) as rs:
+                    if rs is None:
+                        break
+                    if flight.cached() is None:  # computed before the lease was taken
+                        flight.compute(rs.run)
+                        computed += 1
+            return computed
+        finally:
+            for _, lease in held:
+                lease.release()
 
     def progress(self, pid: str) -> dict[str, Any]:
         """What a slow first view of the profile is doing now (stage None: nothing)."""

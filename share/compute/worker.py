@@ -1,6 +1,8 @@
 """A compute process: `python -m share.compute.worker SOCKET [ingest|merge]`, started by
 supervisor.Supervisor. With `ingest` it is an ingest process: it answers the same jobs, but the pool
-sends it only uploads' validations, and it keeps no profile decoded (nothing asks it again).
+sends it only uploads' validations and, on its background socket, their precompute (the first
+views of an upload it has just validated: it keeps its last uploads decoded for that, in a
+cache half an analysis process's size).
 With `merge` it is a merge process: the pool sends it merges and the validation of the merges
 the server stores, and it keeps profiles decoded as an analysis process does (a collection's
 merges read again the blocks and members the last ones read or made).
@@ -264,8 +266,8 @@ def main(argv: list[str]) -> int:
     $PPROF_SHARE_COMPUTE."""
     settings = json.loads(os.environ["PPROF_SHARE_COMPUTE"])
     role = argv[2] if argv[2:] in ([INGEST], [MERGE]) else None
-    if role == INGEST:  # its uploads' views go to analysis processes: a warm copy would serve none
-        settings["ANALYSIS_CACHE_BYTES"] = 0
+    if role == INGEST:  # its last uploads, decoded, for their precompute only
+        settings["ANALYSIS_CACHE_BYTES"] //= 2
     limit = int(settings["ANALYSIS_MEMORY"])
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     path = argv[1]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import math
 import time
 from typing import Any
 
@@ -323,6 +324,40 @@ def test_timeline_series_and_cores(client: Any) -> None:
             assert value == pytest.approx(m["totals"][1]["total"] / m["duration_nanos"])
     r = client.get(f"/api/v1/collections/{cid}/timeline", query_string={"step": "0"})
     assert r.status_code == 400
+
+
+def snapped(t0: float, t1: float, step: int) -> tuple[int, int]:
+    """A drag from t0 to t1 as the page sends it (static/collection.time.js, snapRange)."""
+    start, end = math.ceil(t0 / step) * step, math.floor(t1 / step) * step + step
+    return (start, end) if end > start else (math.floor(t0 / step) * step, start + step)
+
+
+def test_a_range_dragged_on_the_timeline_is_merged_from_blocks_alone(client: Any) -> None:
+    """The timeline's steps are whole multiples of the blocks' 10 s: a drag's edges fall on
+    block boundaries, so no member is merged loose (as at a range's edges typed by hand)."""
+    cid, token = create(client)
+    start = (int(time.time()) // 3600 - 1) * 3600
+    for k in range(16):  # two members in every 10 s, 3 s and 7 s into it
+        add(
+            client,
+            cid,
+            token,
+            unique_profile(f"drag {k}"),
+            {"pod": "a"},
+            start + 10 * (k // 2) + 3 + 4 * (k % 2),
+        )
+    doc = client.get(f"/api/v1/collections/{cid}/timeline").json
+    step = doc["step"]
+    assert step % 10 == 0, step
+    frm, to = snapped(start + 13.4, start + 57.9, step)
+    found = client.get(
+        f"/api/v1/collections/{cid}/selection", query_string={"from": frm, "to": to}
+    ).json
+    assert found["members"] == 8 and found["parts"] == found["blocks"], found
+    by_hand = client.get(  # edges inside windows: their members are merged loose
+        f"/api/v1/collections/{cid}/selection", query_string={"from": start + 13, "to": start + 57}
+    ).json
+    assert by_hand["parts"] > by_hand["blocks"], by_hand
 
 
 def test_a_member_s_record_and_raw_are_its_own(client: Any) -> None:

@@ -16,7 +16,12 @@ from typing import Any
 from ..store.collections.index import Member
 
 RATE_KINDS = {"cpu", "wall", "node-time"}
-STEPS = (1, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600, 43200, 86400)
+# Whole multiples of the blocks' smallest window (share.collections.blocks.RESOLUTIONS, 10 s):
+# a range dragged on the timeline snaps to steps (static/collection.time.js), so its edges fall
+# on block boundaries and it is merged from blocks alone, never from a fleet's loose members at
+# its edges (a 1 s step left up to 10 s of them: for 100 targets, 200 merges of a member's
+# size). Pyroscope's timeline and its segment trees share their 10 s the same way.
+STEPS = (10, 20, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600, 43200, 86400)
 POINTS = 240  # about this many steps across the span, unless step= says otherwise
 MAX_SERIES = 50  # the heaviest series are drawn (the selection's views hold them all)
 

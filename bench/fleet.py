@@ -13,7 +13,9 @@ counts from its scheduled time, so a stalled server cannot hide the adds it dela
 Meanwhile --viewers viewers (closed loop, --think seconds between two things they look at)
 open a collection view — its page, timeline, flame graph and top for a selection: the last
 5/15/60 min or a random range, everything or pod="target-K" or zone="zN", CPU or heap — or a
-member's page with its flame graph and top.
+member's page with its flame graph and top. A random range is a drag on the page's timeline of
+everything added so far, snapped to its step as the page snaps it (--typed-ranges: any second,
+as someone typing times into the API would ask, whose edges cut into the blocks' windows).
 
 Phases: adds alone for --calibrate seconds (the CPU an add costs), then adds and viewers for
 --seconds (goals: p99 add < 250 ms, p99 view < 1 s, 0 errors), then the ramp: the add rate
@@ -49,6 +51,8 @@ sys.path.insert(0, str(ROOT))
 from balanced_pair import haproxy_exe, start_pair  # noqa: E402
 from fleet_meter import ROLES, CpuMeter, JobLog  # noqa: E402
 from fleet_profiles import FleetProfiles  # noqa: E402
+
+from share.collections.timeline import nice_step, snap_range  # noqa: E402
 
 from conftest import _AWS_ENV, start_moto, start_redis, stop  # noqa: E402
 
@@ -183,10 +187,13 @@ class Fleet:
         how = rng.random()
         if how < 0.45:
             q["from"] = f"now-{rng.choice((5, 15, 60))}m"
-        elif how < 0.9:  # a minute or more of what was added so far
+        elif how < 0.9:  # a minute or more of what was added so far, dragged on the timeline
             now = time.time()
             start = rng.uniform(self.first_add, max(self.first_add, now - 60))
-            q["from"], q["to"] = str(int(start)), str(int(rng.uniform(start + 60, now + 1)))
+            end = rng.uniform(start + 60, now + 1)
+            if not self.args.typed_ranges:  # the page snaps a drag to its timeline's step
+                start, end = snap_range(start, end, nice_step(now - self.first_add))
+            q["from"], q["to"] = str(int(start)), str(int(end))
         who = rng.random()
         if who < 0.3:
             q["match"] = f'pod="target-{rng.randrange(self.args.targets)}"'
@@ -313,6 +320,11 @@ def main() -> int:
     parser.add_argument("--step-seconds", type=float, default=60)
     parser.add_argument("--steps", type=int, default=6, help="most ramp steps")
     parser.add_argument("--no-ramp", action="store_true")
+    parser.add_argument(
+        "--typed-ranges",
+        action="store_true",
+        help="random ranges of any second, as typed into the API, not dragged on the page",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the logs and configs")
     parser.add_argument("--setting", action="append", default=[], metavar="SHARE_X=VALUE",
                         help="a setting of both instances (repeatable)")  # fmt: skip

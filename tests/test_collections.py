@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import gzip
 import io
-import math
 import time
 from typing import Any
 
 import pytest
+
+from share.collections.timeline import snap_range
 
 from conftest import CORPUS, make_app, unique_profile
 
@@ -326,12 +327,6 @@ def test_timeline_series_and_cores(client: Any) -> None:
     assert r.status_code == 400
 
 
-def snapped(t0: float, t1: float, step: int) -> tuple[int, int]:
-    """A drag from t0 to t1 as the page sends it (static/collection.time.js, snapRange)."""
-    start, end = math.ceil(t0 / step) * step, math.floor(t1 / step) * step + step
-    return (start, end) if end > start else (math.floor(t0 / step) * step, start + step)
-
-
 def test_a_range_dragged_on_the_timeline_is_merged_from_blocks_alone(client: Any) -> None:
     """The timeline's steps are whole multiples of the blocks' 10 s: a drag's edges fall on
     block boundaries, so no member is merged loose (as at a range's edges typed by hand)."""
@@ -349,7 +344,7 @@ def test_a_range_dragged_on_the_timeline_is_merged_from_blocks_alone(client: Any
     doc = client.get(f"/api/v1/collections/{cid}/timeline").json
     step = doc["step"]
     assert step % 10 == 0, step
-    frm, to = snapped(start + 13.4, start + 57.9, step)
+    frm, to = snap_range(start + 13.4, start + 57.9, step)
     found = client.get(
         f"/api/v1/collections/{cid}/selection", query_string={"from": frm, "to": to}
     ).json

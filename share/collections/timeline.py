@@ -9,6 +9,7 @@ the step, summed over the label sets of the series (a fleet's heap is the sum of
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
@@ -32,6 +33,14 @@ def nice_step(span: float, points: int = POINTS) -> int:
         if span / step <= points:
             return step
     return int(span // points) + 1
+
+
+def snap_range(t0: float, t1: float, step: int) -> tuple[int, int]:
+    """A span dragged on the timeline, from t0 to t1, as whole steps: what the page asks for
+    (static/collection.time.js, snapRange, the same rule: from the first step that starts
+    inside it to the end of the last). For tests and bench/fleet.py."""
+    start, end = math.ceil(t0 / step) * step, math.floor(t1 / step) * step + step
+    return (start, end) if end > start else (math.floor(t0 / step) * step, start + step)
 
 
 def sample_type_of(members: Sequence[Member], wanted: str | None) -> tuple[str, str] | None:

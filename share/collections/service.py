@@ -9,6 +9,7 @@ profile (same validation, dedup, link) plus its time and labels. A selection of 
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import secrets
 import threading
@@ -59,6 +60,7 @@ class Collections:
         self.max_members = share.settings["COLLECTION_MAX_MEMBERS"]
         self.blocks = Blocks(share, index, self.member_expiry)
         self._warming: dict[str, bool] = {}
+        self._sweeps: dict[str, float] = {}  # collection -> when its delayed sweep runs
         self._kinds: dict[str, tuple[float | None, str | None]] = {}  # default_kind's answers
         self._lock = threading.Lock()
 
@@ -171,6 +173,7 @@ class Collections:
         entries = self.index.entries(cid)
         members = self.index.delete(cid)
         owned = {m.pid for m in members if m.owned} | {e["pid"] for e in entries if "pid" in e}
+        owned |= {old[0] for e in entries for old in e.get("old", [])}  # superseded ones
         removed = 0
         for pid in sorted(owned):
             if not self.index.holders(pid):
@@ -292,20 +295,23 @@ class Collections:
         if self.blocks.holding(entry, want) is not None:
             return entry["pid"], Plan([entry["pid"]], len(members), 1)  # type: ignore[index]
         grown = self.blocks.extension(entry, members)
-        if grown is None:
+        pid: str | None = None
+        if grown is None:  # merged from blocks, under their leases, before this one's
             pid, plan = self._planned(c, s, selector, kind, members)
         else:
             plan = Plan(grown, len(members), 1, built=1, extended=1)
-            with self.share.leases.hold(
-                f"collection:{c.id}:{key}", "the collection's selection", self.blocks.wait
-            ):
-                entry = self.index.entry_get(c.id, key)
-                if self.blocks.holding(entry, want) is not None:
-                    return entry["pid"], Plan([entry["pid"]], len(members), 1)  # type: ignore[index]
+        with self.share.leases.hold(
+            f"collection:{c.id}:{key}", "the collection's selection", self.blocks.wait
+        ):
+            entry = self.index.entry_get(c.id, key)
+            if self.blocks.holding(entry, want) is not None:
+                return entry["pid"], Plan([entry["pid"]], len(members), 1)  # type: ignore[index]
+            if grown is not None:
                 title = SELECTION_TITLE.format(cid=c.id, n=plan.members)
                 pid = self.blocks.merged(c, grown, title, growing=True)
-        if pid is not None:
-            self.index.entry_put(c.id, key, {"pid": pid, "digest": want, "members": len(members)})
+            if pid is not None:
+                value = {"pid": pid, "digest": want, "members": len(members)}
+                self.blocks.replace(c.id, key, entry, {**value, "own": len(plan.parts) > 1})
         return pid, plan
 
     def resolve(self, cid: str, args: dict[str, str]) -> Resolved:
@@ -347,10 +353,32 @@ class Collections:
                     if pid is not None:  # the page's first views of it, as after an upload
                         r = self.share.record(pid)
                         self.share.precompute.later(pid, r.sample_types, r.default_sample_type)
+                self.blocks.sweep(cid)  # what the merges above superseded before
             except Exception:  # noqa: BLE001 - a warm-up that fails leaves the work to a view
                 pass
             with self._lock:
                 if not self._warming.get(cid):
                     self._warming.pop(cid, None)
-                    return
+                    break
                 self._warming[cid] = False
+        self._sweep_later(cid)
+
+    def _sweep_later(self, cid: str) -> None:
+        """Once the adds stop, what the last warm-ups superseded goes after its grace too:
+        one sweep per collection, a grace after its last warm-up."""
+        with self._lock:
+            pending = cid in self._sweeps
+            self._sweeps[cid] = time.monotonic() + self.blocks.grace + 1
+        if not pending:
+            threading.Thread(target=self._sweep, args=(cid,), daemon=True).start()
+
+    def _sweep(self, cid: str) -> None:
+        while True:
+            with self._lock:
+                wait = self._sweeps[cid] - time.monotonic()
+                if wait <= 0:
+                    del self._sweeps[cid]
+                    break
+            time.sleep(wait)
+        with contextlib.suppress(Exception):  # left to expire with its hour
+            self.blocks.sweep(cid)

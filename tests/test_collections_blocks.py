@@ -165,3 +165,34 @@ def test_more_new_members_than_one_merge_takes_still_extend(tmp_path: Any) -> No
     whole = selection(client, cid)
     assert whole["members"] == 7 + many and whole["extended"] == 0
     assert top(client, f"/c/{cid}/top") == plain_merge_top(plain, pids)
+
+
+def test_the_warm_up_builds_the_blocks_of_windows_that_filled(tmp_path: Any) -> None:
+    """After a burst of adds the warm-up extends the collection's default selection with the
+    new members, and builds the blocks of the windows that filled (the last ten minutes'), so
+    that a range dragged over them merges the blocks it finds, building none."""
+    app = make_app(
+        {"BLOBS": f"file:{tmp_path}/b", "META": f"sqlite:{tmp_path}/m", "PRECOMPUTE": "on", **OPEN}
+    )
+    client = app.test_client()
+    index = app.extensions["collections"].index
+    cid, token = create(client)
+    t0 = (int(time.time()) // 60 - 2) * 60  # the minute before last: filled
+
+    def built(start: int, res: int = 60) -> None:
+        key = f"b|cpu|{blocks_module.digest([''])[:12]}|{res}|{start}"
+        deadline = time.monotonic() + 30
+        while index.entry_get(cid, key) is None:
+            assert time.monotonic() < deadline, f"the warm-up built no block {key}"
+            time.sleep(0.1)
+
+    for k in range(2):  # the first warm-up merges the default selection from blocks
+        add(client, cid, token, f"before{k}", t0 - 58 + k)
+    built(t0 - 60)
+    for k in range(12):  # the next one extends it with these: two in each 10 s of the minute
+        add(client, cid, token, f"filled{k}", t0 + 10 * (k // 2) + 2 + 5 * (k % 2))
+    built(t0)
+    found = selection(client, cid, **{"kind": "cpu", "from": str(t0 + 10), "to": str(t0 + 50)})
+    assert found["members"] == 8 and found["blocks"] == 4 and found["built"] == 0, found
+    whole = selection(client, cid, **{"kind": "cpu", "from": str(t0), "to": str(t0 + 60)})
+    assert whole["parts"] == 1 and whole["built"] == 0, whole

@@ -50,6 +50,8 @@ EXTEND_MOST = 4  # merges' worth (SHARE_MERGE_MAX_PROFILES) of new members a blo
 GROWING_SECONDS = 3600  # the most a block or selection of a window still filling is kept
 SETTLED_AFTER = 300  # a window that ended this long ago takes no more members, as a rule
 GRACE_TIMES = 4  # SHARE_ANALYSIS_SECONDS a superseded block or selection is kept for readers
+FILLED_AFTER = 5  # seconds past a window's end before the warm-up builds it: adds arrive late
+FILL_WINDOWS = 6  # the last complete windows of each of the smaller resolutions it builds
 SUPERSEDED = "x|superseded"  # the entry listing superseded profiles: {"old": [[pid, at, key]]}
 BLOCK_TITLE = "block of collection {cid}: {kind}, {res} s from {t0}"
 
@@ -102,6 +104,26 @@ class Blocks:
         lo = math.floor(times[0] / top) * top if start is None else start
         hi = (math.floor(times[-1] / top) + 1) * top if end is None else end
         self._cover(c, selector, kind, members, times, lo, hi, len(RESOLUTIONS) - 1, plan)
+        return plan
+
+    def fill(self, c: Collection, kind: str, members: list[Member]) -> Plan:
+        """Build the blocks of the collection's windows that have filled lately (the warm-up
+        does, after a burst of adds): the last FILL_WINDOWS complete windows of 10 s, 1 min
+        and 10 min, smallest first, so that a range dragged on the timeline finds its blocks
+        built instead of merging a fleet's ~100 members per 10 s while someone waits. As a
+        Pyroscope segment tree's windows are written as data arrives: each member costs one
+        more merge (its 10 s window's), off the request path; the larger windows merge those
+        blocks (or extend theirs: the default selection's merges build them only once)."""
+        plan = Plan([], len(members), 0)
+        times = [m.time for m in members]
+        small = RESOLUTIONS[0]
+        end = math.floor((self.share.clock() - FILLED_AFTER) / small) * small
+        for level, res in enumerate(RESOLUTIONS[:3]):
+            last = end // res * res
+            for t0 in range(last - FILL_WINDOWS * res, last, res):
+                i, j = bisect.bisect_left(times, t0), bisect.bisect_left(times, t0 + res)
+                if j - i > 1:
+                    self._block(c, "", kind, members, times, level, t0, plan)
         return plan
 
     def _cover(

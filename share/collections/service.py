@@ -331,8 +331,8 @@ class Collections:
     def warm_later(self, cid: str) -> None:
         """Build the blocks of the collection's default view off the request path, once
         for a burst of adds (a flag set while a warm-up runs asks for one more), then have
-        the views its page asks for first precomputed (share.compute.precompute); not at all
-        with SHARE_PRECOMPUTE=off."""
+        the views its page asks for first precomputed (share.compute.precompute), then the
+        blocks of the windows that filled (Blocks.fill); not at all with SHARE_PRECOMPUTE=off."""
         if not self.share.precompute.enabled:
             return
         with self._lock:
@@ -353,6 +353,7 @@ class Collections:
                     if pid is not None:  # the page's first views of it, as after an upload
                         r = self.share.record(pid)
                         self.share.precompute.later(pid, r.sample_types, r.default_sample_type)
+                    self.blocks.fill(c, kind, [m for m in members if m.kind == kind])
                 self.blocks.sweep(cid)  # what the merges above superseded before
             except Exception:  # noqa: BLE001 - a warm-up that fails leaves the work to a view
                 pass

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from share.collections import blocks as blocks_module
+from share.collections import warming as warming_module
 from share.collections.selection import parse_time
 
 from conftest import make_app, unique_profile
@@ -196,3 +197,26 @@ def test_the_warm_up_builds_the_blocks_of_windows_that_filled(tmp_path: Any) -> 
     assert found["members"] == 8 and found["blocks"] == 4 and found["built"] == 0, found
     whole = selection(client, cid, **{"kind": "cpu", "from": str(t0), "to": str(t0 + 60)})
     assert whole["parts"] == 1 and whole["built"] == 0, whole
+
+
+def test_one_warm_up_of_a_collection_runs_at_a_time_across_workers(tmp_path: Any) -> None:
+    """While another worker's warm-up holds the collection's lease this one's waits, and runs
+    once it is free: its adds are warmed up, not dropped."""
+    app = make_app(
+        {"BLOBS": f"file:{tmp_path}/b", "META": f"sqlite:{tmp_path}/m", "PRECOMPUTE": "on", **OPEN}
+    )
+    client = app.test_client()
+    warming = app.extensions["collections"].warming
+    meta = app.extensions["share"].meta
+    cid, token = create(client)
+    lease = f"collection:{cid}:warm-up"
+    assert meta.try_lock(lease, "another worker", 60)
+    add(client, cid, token, "while held", time.time() - 30)
+    time.sleep(warming_module.WARM_DELAY * 2.5)
+    assert warming.runs == 0
+    meta.unlock(lease, "another worker")
+    deadline = time.monotonic() + 30
+    while warming.runs == 0:
+        assert time.monotonic() < deadline, "the warm-up never ran"
+        time.sleep(0.1)
+    assert not meta.try_lock(lease, "a third", 60)  # held a while after it ran

@@ -9,11 +9,9 @@ profile (same validation, dedup, link) plus its time and labels. A selection of 
 
 from __future__ import annotations
 
-import contextlib
 import hmac
 import secrets
 import threading
-import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,12 +23,12 @@ from ..pprof import StripSpec
 from ..store.collections.index import Collection, CollectionIndex, Member
 from . import selection as sel
 from .blocks import Blocks, Plan, digest
+from .warming import Warming
 
 ID_LENGTH = 12  # base64url characters: 72 random bits
 SELECTION_EXPIRY = "7d"  # a merged selection's profile (made again when gone)
 SELECTION_TITLE = "collection {cid}: {n} members"
 KINDS_KEPT = 1000  # collections whose default kind is remembered per process
-WARM_DELAY = 2.0  # seconds a warm-up waits for more adds, so a burst of adds is one warm-up
 
 
 @dataclass
@@ -59,8 +57,7 @@ class Collections:
         self.index = index
         self.max_members = share.settings["COLLECTION_MAX_MEMBERS"]
         self.blocks = Blocks(share, index, self.member_expiry)
-        self._warming: dict[str, bool] = {}
-        self._sweeps: dict[str, float] = {}  # collection -> when its delayed sweep runs
+        self.warming = Warming(self)
         self._kinds: dict[str, tuple[float | None, str | None]] = {}  # default_kind's answers
         self._lock = threading.Lock()
 
@@ -329,57 +326,5 @@ class Collections:
 
     # --- warming ------------------------------------------------------------------------
     def warm_later(self, cid: str) -> None:
-        """Build the blocks of the collection's default view off the request path, once
-        for a burst of adds (a flag set while a warm-up runs asks for one more), then have
-        the views its page asks for first precomputed (share.compute.precompute), then the
-        blocks of the windows that filled (Blocks.fill); not at all with SHARE_PRECOMPUTE=off."""
-        if not self.share.precompute.enabled:
-            return
-        with self._lock:
-            if cid in self._warming:
-                self._warming[cid] = True
-                return
-            self._warming[cid] = False
-        threading.Thread(target=self._warm, args=(cid,), daemon=True).start()
-
-    def _warm(self, cid: str) -> None:
-        while True:
-            time.sleep(WARM_DELAY)
-            try:
-                c = self.load(cid)
-                members = self.members(c, sel.Selection())
-                for kind in sorted({m.kind for m in members}):
-                    pid, _ = self.merged(c, sel.Selection(kind=kind), kind)
-                    if pid is not None:  # the page's first views of it, as after an upload
-                        r = self.share.record(pid)
-                        self.share.precompute.later(pid, r.sample_types, r.default_sample_type)
-                    self.blocks.fill(c, kind, [m for m in members if m.kind == kind])
-                self.blocks.sweep(cid)  # what the merges above superseded before
-            except Exception:  # noqa: BLE001 - a warm-up that fails leaves the work to a view
-                pass
-            with self._lock:
-                if not self._warming.get(cid):
-                    self._warming.pop(cid, None)
-                    break
-                self._warming[cid] = False
-        self._sweep_later(cid)
-
-    def _sweep_later(self, cid: str) -> None:
-        """Once the adds stop, what the last warm-ups superseded goes after its grace too:
-        one sweep per collection, a grace after its last warm-up."""
-        with self._lock:
-            pending = cid in self._sweeps
-            self._sweeps[cid] = time.monotonic() + self.blocks.grace + 1
-        if not pending:
-            threading.Thread(target=self._sweep, args=(cid,), daemon=True).start()
-
-    def _sweep(self, cid: str) -> None:
-        while True:
-            with self._lock:
-                wait = self._sweeps[cid] - time.monotonic()
-                if wait <= 0:
-                    del self._sweeps[cid]
-                    break
-            time.sleep(wait)
-        with contextlib.suppress(Exception):  # left to expire with its hour
-            self.blocks.sweep(cid)
+        """The collection's warm-up, off the request path (share.collections.warming)."""
+        self.warming.later(cid)

@@ -1,0 +1,115 @@
+"""A collection's warm-up: after a burst of adds, off the request path, the blocks of its
+default view are built (or extended with the new members), the views its page asks for first
+precomputed (share.compute.precompute), and the blocks of the windows that filled built
+(Blocks.fill); what the merges superseded goes after its grace. Not at all with
+SHARE_PRECOMPUTE=off.
+
+One warm-up of a collection runs at a time, and at most one per WARM_DELAY, across every web
+worker and instance (a lease in the metadata store): each web worker that took an add used to
+run its own, so on the balanced pair a fleet's collection was extended four times as often,
+each time merging its full-size profile again (bench/fleet.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+import threading
+import time
+from typing import Any
+
+from . import selection as sel
+
+WARM_DELAY = 2.0  # seconds a warm-up waits for more adds, so a burst of adds is one warm-up
+WARM_HOLD = 120.0  # the most a warm-up's lease is held, should its process die during it
+
+
+class Warming:
+    """The warm-ups this process runs, per collection (a flag set while one runs asks for
+    one more)."""
+
+    def __init__(self, collections: Any) -> None:  # service.Collections (which imports this)
+        self.collections = collections
+        self.share = collections.share
+        self._warming: dict[str, bool] = {}
+        self._sweeps: dict[str, float] = {}  # collection -> when its delayed sweep runs
+        self._lock = threading.Lock()
+        self.runs = 0  # warm-ups this process ran (read by tests)
+
+    def later(self, cid: str) -> None:
+        """Warm the collection up soon (once for a burst of adds), off the caller's path."""
+        if not self.share.precompute.enabled:
+            return
+        with self._lock:
+            if cid in self._warming:
+                self._warming[cid] = True
+                return
+            self._warming[cid] = False
+        threading.Thread(target=self._warm, args=(cid,), daemon=True).start()
+
+    def _warm(self, cid: str) -> None:
+        while True:
+            time.sleep(WARM_DELAY)
+            token = secrets.token_hex(8)
+            if self._turn(cid, token):
+                try:
+                    self._once(cid)
+                    self.runs += 1
+                finally:  # the next warm-up of the collection, anywhere, WARM_DELAY from now
+                    with contextlib.suppress(Exception):
+                        self.share.meta.renew_lock(self._key(cid), token, WARM_DELAY)
+            else:  # another worker's warm-up runs, or ran just now: this one's adds come next
+                with self._lock:
+                    self._warming[cid] = True
+            with self._lock:
+                if not self._warming.get(cid):
+                    self._warming.pop(cid, None)
+                    break
+                self._warming[cid] = False
+        self._sweep_later(cid)
+
+    @staticmethod
+    def _key(cid: str) -> str:
+        return f"collection:{cid}:warm-up"
+
+    def _turn(self, cid: str, token: str) -> bool:
+        """Whether this process warms the collection now (its lease: held while the warm-up
+        runs, then left to lapse WARM_DELAY later)."""
+        try:
+            return bool(self.share.meta.try_lock(self._key(cid), token, WARM_HOLD))
+        except Exception:  # noqa: BLE001 - a store that fails: the warm-up fails as it would
+            return True
+
+    def _once(self, cid: str) -> None:
+        try:
+            c = self.collections.load(cid)
+            members = self.collections.members(c, sel.Selection())
+            for kind in sorted({m.kind for m in members}):
+                pid, _ = self.collections.merged(c, sel.Selection(kind=kind), kind)
+                if pid is not None:  # the page's first views of it, as after an upload
+                    r = self.share.record(pid)
+                    self.share.precompute.later(pid, r.sample_types, r.default_sample_type)
+                self.collections.blocks.fill(c, kind, [m for m in members if m.kind == kind])
+            self.collections.blocks.sweep(cid)  # what the merges above superseded before
+        except Exception:  # noqa: BLE001 - a warm-up that fails leaves the work to a view
+            pass
+
+    def _sweep_later(self, cid: str) -> None:
+        """Once the adds stop, what the last warm-ups superseded goes after its grace too:
+        one sweep per collection, a grace after its last warm-up."""
+        with self._lock:
+            pending = cid in self._sweeps
+            self._sweeps[cid] = time.monotonic() + self.collections.blocks.grace + 1
+        if not pending:
+            threading.Thread(target=self._sweep, args=(cid,), daemon=True).start()
+
+    def _sweep(self, cid: str) -> None:
+        while True:
+            with self._lock:
+                wait = self._sweeps[cid] - time.monotonic()
+                if wait <= 0:
+                    del self._sweeps[cid]
+                    break
+            time.sleep(wait)
+        with contextlib.suppress(Exception):  # left to expire with its hour
+            self.collections.blocks.sweep(cid)

@@ -73,6 +73,7 @@ class Worker:
         self.cache = ProfileCache(settings["ANALYSIS_CACHE_BYTES"])
         self._stores: dict[str, Any] = {}
         self.jobs = 0
+        self.detail = ""  # what the log's line of the job adds (a merge's parts and size)
 
     def blobs(self, url: str) -> Any:
         """The blob store a job names (one client per store, kept)."""
@@ -164,6 +165,7 @@ class Worker:
             # (a stored profile's stay in the warm cache), so ten large files fit in less.
             profiles.append(combine.from_parsed(parsed))
         self.progress("merging")
+        self.detail = f" ({len(profiles)} parts, {human_size(total)})"  # for the log
         raw = combine.merged_columns(profiles, job["comment"])
         return gzip.compress(raw, compresslevel=MERGE_GZIP_LEVEL, mtime=0)
 
@@ -223,6 +225,7 @@ class Worker:
         except (protocol.Closed, OSError):
             return True  # a client that gave up while queued
         self.jobs += 1
+        self.detail = ""
         started = time.monotonic()
         what = f"{job['op']} {job.get('name', '')} {job.get('pid', '')}".strip()
         log(f"start {what}")
@@ -239,7 +242,7 @@ class Worker:
             reply = {"error": [500, f"the analysis failed ({type(exc).__name__}: {exc})"]}
         reply["warm"] = self.cache.keys()
         outcome = "ok" if "ok" in reply else f"error {reply['error'][0]}"
-        log(f"done {what}: {outcome} in {time.monotonic() - started:.3f} s")
+        log(f"done {what}: {outcome} in {time.monotonic() - started:.3f} s{self.detail}")
         self._send(reply)
         return True
 

@@ -255,3 +255,29 @@ def test_without_merge_processes_merges_share_the_analysis_process(tmp_path: Pat
         assert core.meta.view_get(block, AFFINITY_KEY) == b"0"  # its views go there
     finally:
         core.close()
+
+
+def test_a_warm_up_s_merge_gives_way_to_a_merge_someone_waits_for(share: Share) -> None:
+    """A collection's warm-up merges in the background (Merges.background): a view's merge
+    asked after it, while the merge process is busy, is taken first."""
+    a, b, c = uploaded(share, "bg a", "bg b", "bg c")
+    finished: list[str] = []
+
+    def warm_up() -> None:
+        with share.merges.background():
+            share.merges.merge_ids([a, b])
+        finished.append("warm-up")
+
+    def view() -> None:
+        share.merges.merge_ids([a, c])
+        finished.append("view")
+
+    with busy(share.compute, MERGE_SLOT):
+        first = threading.Thread(target=warm_up)
+        first.start()
+        time.sleep(0.3)  # the warm-up asked first
+        second = threading.Thread(target=view)
+        second.start()
+        first.join()
+        second.join()
+    assert finished == ["view", "warm-up"]

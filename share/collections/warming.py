@@ -81,18 +81,19 @@ class Warming:
             return True
 
     def _once(self, cid: str) -> None:
-        try:
-            c = self.collections.load(cid)
-            members = self.collections.members(c, sel.Selection())
-            for kind in sorted({m.kind for m in members}):
-                pid, _ = self.collections.merged(c, sel.Selection(kind=kind), kind)
-                if pid is not None:  # the page's first views of it, as after an upload
-                    r = self.share.record(pid)
-                    self.share.precompute.later(pid, r.sample_types, r.default_sample_type)
-                self.collections.blocks.fill(c, kind, [m for m in members if m.kind == kind])
-            self.collections.blocks.sweep(cid)  # what the merges above superseded before
-        except Exception:  # noqa: BLE001 - a warm-up that fails leaves the work to a view
-            pass
+        with contextlib.suppress(Exception), self.share.merges.background():
+            self._merge(cid)  # a warm-up that fails leaves the work to a view
+
+    def _merge(self, cid: str) -> None:
+        c = self.collections.load(cid)
+        members = self.collections.members(c, sel.Selection())
+        for kind in sorted({m.kind for m in members}):
+            pid, _ = self.collections.merged(c, sel.Selection(kind=kind), kind)
+            if pid is not None:  # the page's first views of it, as after an upload
+                r = self.share.record(pid)
+                self.share.precompute.later(pid, r.sample_types, r.default_sample_type)
+            self.collections.blocks.fill(c, kind, [m for m in members if m.kind == kind])
+        self.collections.blocks.sweep(cid)  # what the merges above superseded before
 
     def _sweep_later(self, cid: str) -> None:
         """Once the adds stop, what the last warm-ups superseded goes after its grace too:

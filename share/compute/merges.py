@@ -11,13 +11,19 @@ any upload.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..errors import ShareError, TooLarge
 from ..pprof.inflate import human_size
 from .pool import AnalysisFailed, ComputePool, job_settings
+
+# A background merge waits this long for its merge process to be free, then gives way (the
+# warm-up leaves the work to a view): it may hold a block's lease meanwhile.
+BACKGROUND_WAIT_SECONDS = 10.0
 
 
 class Merges:
@@ -28,6 +34,21 @@ class Merges:
         self.most = settings["MERGE_MAX_PROFILES"]
         self.max_bytes = settings["MERGE_MAX_BYTES"]
         self._job = job_settings(settings)
+        self._local = threading.local()  # per thread (greenlet): background()
+
+    @contextlib.contextmanager
+    def background(self) -> Iterator[None]:
+        """The merges of stored profiles this thread asks for meanwhile are background work (a
+        collection's warm-up, share.collections.warming): each waits until its merge process
+        is free of the merges someone waits for (a view's selection), which it takes first
+        (share.compute.pool: its background socket), so that a view's merge waits for at most
+        the one warm-up merge running, not for every one queued (bench/fleet.py: range views
+        queued for 30-60 s behind the warm-ups' merges of a fleet's members)."""
+        self._local.background = True
+        try:
+            yield
+        finally:
+            self._local.background = False
 
     def check(self, what: str, count: int, total: int = 0) -> None:
         """Refuse to combine more profiles, or more bytes (decompressed), than allowed."""
@@ -81,8 +102,16 @@ class Merges:
         self.check("a merge", len(pids))
         job = {"op": "merge", "parts": list(pids), "comment": comment[:4000],
                "max_bytes": self.max_bytes, **self._job}  # fmt: skip
+        slot = self.compute.merge_slot()
         try:
-            return self.compute.run(job, slot=self.compute.merge_slot())
+            if not getattr(self._local, "background", False):
+                return self.compute.run(job, slot=slot)  # type: ignore[no-any-return]
+            with self.compute.reserve(slot, BACKGROUND_WAIT_SECONDS) as reservation:
+                if reservation is None:
+                    raise ShareError(
+                        "the merge processes are busy with merges someone waits for", 503
+                    )
+                return reservation.run(job)  # type: ignore[no-any-return]
         except AnalysisFailed as exc:
             if exc.kind == "memory":
                 raise TooLarge(f"{exc.message}; nothing was stored") from None

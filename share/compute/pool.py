@@ -28,7 +28,8 @@ for the answer; past that, or when the process dies or runs out of memory, it is
 Supervisor starts another in its place, and the caller gets a ShareError saying what happened.
 
 Each process also listens on compute-<slot>.background.sock, for work nobody waits for (the
-views precomputed after an upload, share.compute.precompute: on the process that validated it).
+views precomputed after an upload, share.compute.precompute: on the process that validated it;
+a collection's warm-up merges, share.compute.merges.Merges.background: on a merge process).
 Between jobs a process takes a waiting connection of its main socket before any of the
 background one, so a background job delays a view someone waits for by at most the one
 background job it is running. A background caller first reserves the process (`reserve`): it

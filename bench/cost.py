@@ -12,10 +12,15 @@ deployed: precompute on), then measures each phase as a difference:
 2. each profile's page views (flame graph, top: cache hits after precompute), then one view
    nobody asked for before (`?focus=runtime`): CPU seconds per cached and per computed view;
 3. the same number of collection adds (labels pod=…, a CPU and a heap profile per target):
-   bytes per member beyond the profile's own, CPU seconds per add;
+   bytes per member beyond the profile's own, CPU seconds per add; the merged profiles the
+   collection's warm-ups stored meanwhile (its default selection, extended as members came),
+   those its entries name now and those superseded, awaiting their grace;
 4. the collection's views over ranges (last 15 min, 1 h, per pod): the blocks they build, bytes
-   per block in Redis and S3.
-CPU is read from /proc (utime + stime) of the instance's processes and redis-server.
+   per block in Redis and S3;
+5. a grace after the last warm-up (4 x SHARE_ANALYSIS_SECONDS, and a few seconds): what is left
+   in S3 of the superseded profiles (the instance's last sweep removes them).
+CPU is read from /proc (utime + stime) of the instance's processes (web: the master and its
+workers; compute: analysis, ingest and merge processes) and redis-server.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ import time
 from pathlib import Path
 
 import boto3
+import orjson
 import redis
 import requests
 
@@ -53,6 +59,9 @@ from conftest import (  # noqa: E402
 TICKS = os.sysconf("SC_CLK_TCK")
 ID = re.compile(r"(?<![A-Za-z0-9_-])[A-Za-z0-9_-]{10,16}(?![A-Za-z0-9_-])")  # profile, collection
 KINDS = ("cpu", "heap")
+ROUNDS = 4  # the collection's adds come in rounds, a warm-up after each
+SPREAD = 120  # seconds the members' times span, up to now: blocks of 10 s and 1 min to build
+GRACE = 4 * 30  # the superseded profiles' grace: GRACE_TIMES x SHARE_ANALYSIS_SECONDS (default)
 
 
 def cpu_seconds(pid: int) -> float:
@@ -72,24 +81,27 @@ def descendants(pid: int) -> list[int]:
 
 
 class Meter:
-    """CPU seconds of the instance (web: master and workers; compute) and of redis-server."""
+    """CPU seconds of the instance (web: master and workers; compute processes by role) and
+    of redis-server."""
 
     def __init__(self, serve_pid: int, redis_pid: int) -> None:
         self.serve_pid, self.redis_pid = serve_pid, redis_pid
 
     def read(self) -> dict[str, float]:
-        web = compute = 0.0
+        found = dict.fromkeys(("web", "analysis", "ingest", "merge"), 0.0)
         for pid in descendants(self.serve_pid):
             try:
                 seconds = cpu_seconds(pid)
-                command = Path(f"/proc/{pid}/cmdline").read_bytes()
+                command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
             except FileNotFoundError:
                 continue
-            if b"share.compute.worker" in command:
-                compute += seconds
-            else:
-                web += seconds
-        return {"web": web, "compute": compute, "redis": cpu_seconds(self.redis_pid)}
+            if b"share.compute.worker" not in command:
+                found["web"] += seconds
+            else:  # `python -m share.compute.worker SOCKET [ingest|merge]`
+                role = command[command.index(b"share.compute.worker") + 2 :][:1]
+                name = role[0].decode() if role and role[0] else "analysis"
+                found[name] = found.get(name, 0.0) + seconds
+        return {**found, "redis": cpu_seconds(self.redis_pid)}
 
     @staticmethod
     def since(before: dict[str, float], after: dict[str, float], n: int) -> dict[str, float]:
@@ -124,11 +136,26 @@ class Stores:
         return found
 
     def s3_bytes(self) -> tuple[int, int]:
-        size = count = 0
+        sizes = self.s3_objects()
+        return sum(sizes.values()), len(sizes)
+
+    def s3_objects(self) -> dict[str, int]:
+        """Each object's size by the profile id that ends its key."""
+        found = {}
         for page in self.s3.get_paginator("list_objects_v2").paginate(Bucket=self.bucket):  # type: ignore[attr-defined]
             for obj in page.get("Contents", []):
-                size, count = size + obj["Size"], count + 1
-        return size, count
+                found[obj["Key"].rsplit("/", 1)[-1]] = obj["Size"]
+        return found
+
+    def entries(self, cid: str) -> tuple[set[str], set[str]]:
+        """The profiles a collection's entries name now, and those listed as superseded."""
+        named, superseded = set(), set()
+        for key in self.client.scan_iter(match=f"*c:{{{cid}}}:entries", count=1000):
+            for value in self.client.hvals(key):
+                entry = orjson.loads(value)
+                named |= {entry["pid"]} if "pid" in entry else set()
+                superseded |= {old[0] for old in entry.get("old", [])}
+        return named, superseded
 
 
 def start_serve(env: dict[str, str], log: Path) -> tuple[str, object]:
@@ -206,44 +233,75 @@ def measure(n: int, work: Path) -> dict[str, object]:
         made = requests.post(base + "/api/v1/collections", data={"title": "cost"}, timeout=30)
         cid = made.headers["Location"].rsplit("/", 1)[1]
         token = made.headers["X-Collection-Token"]
-        r5, s5, c5 = stores.redis_bytes(), stores.s3_bytes(), meter.read()
+        # In ROUNDS rounds, each followed by the warm-up it causes (which extends the default
+        # selection of each kind), the members' times spread over the last SPREAD seconds.
+        s5 = stores.s3_objects()
+        adding = dict.fromkeys(meter.read(), 0.0)
+        warming = dict(adding)
+        members, start = set(), time.time() - SPREAD
         for k, body in enumerate(bodies[n : 2 * n]):
+            if k % max(1, n // ROUNDS) == 0:
+                c5 = meter.read()
             headers = {"X-Collection-Token": token, "X-Labels": f"pod=target-{k // 2}"}
-            reply = requests.post(f"{base}/c/{cid}", data=body, headers=headers, timeout=60)
+            at = {"time": f"{start + SPREAD * k / n:.3f}"}
+            reply = requests.post(
+                f"{base}/c/{cid}", params=at, data=body, headers=headers, timeout=60
+            )
             reply.raise_for_status()
-        c6 = meter.read()
-        time.sleep(5)  # the collection's warm-up (blocks of its default view)
-        r6, s6 = stores.redis_bytes(), stores.s3_bytes()
-        record = out["upload"]["redis_bytes"] - out["upload"]["redis_view_bytes"]  # type: ignore[index]
-        out["add"] = {"cpu": Meter.since(c5, c6, n), "member_redis_bytes": (r6 - r5) / n - record}
-        blocks = max(1, s6[1] - s5[1] - n)  # the warm-up's merged blocks of the default view
+            members.add(reply.text.strip().rsplit("/", 1)[1])
+            if (k + 1) % max(1, n // ROUNDS) == 0 or k == n - 1:
+                c6 = meter.read()
+                time.sleep(8)  # the warm-up: 2 s after the burst, then its merges
+                c7 = meter.read()
+                adding = {key: adding[key] + c6[key] - c5[key] for key in adding}
+                warming = {key: warming[key] + c7[key] - c6[key] for key in warming}
+        warmed = time.monotonic()
+        s6 = stores.s3_objects()
+        zero = dict.fromkeys(adding, 0.0)
+        out["add"] = {
+            "cpu": Meter.since(zero, adding, n),
+            "warm_cpu": Meter.since(zero, warming, n),
+        }
+        merged = {pid: size for pid, size in s6.items() if pid not in s5 and pid not in members}
+        named, superseded = stores.entries(cid)
+        now_named = [size for pid, size in merged.items() if pid in named]
         out["warmup"] = {
-            "blocks": s6[1] - s5[1] - n,
-            "s3_bytes_per_block": (s6[0] - s5[0] - (s1[0] - s0[0])) / blocks,
+            "merged": len(merged),
+            "named": len(now_named),
+            "named_bytes": sum(now_named),
+            "superseded": len(superseded & set(merged)),
+            "superseded_bytes": sum(merged[pid] for pid in superseded & set(merged)),
         }
         out["keys"] = stores.by_kind()
+        out["records"] = sum(1 for _ in client.scan_iter(match="*:profile:{*}", count=1000))
 
         # 4. range views: the blocks they build
         entries0 = len(list(client.scan_iter(match="*entr*", count=1000)))
-        r7, s7, c7 = stores.redis_bytes(), stores.s3_bytes(), meter.read()
+        r7, s7, c7 = stores.redis_bytes(), stores.s3_objects(), meter.read()
         queries = [{"from": "now-15m"}, {"from": "now-1h"}]
         queries += [{"match": f'{{pod="target-{t}"}}'} for t in range(min(targets, 10))]
         for kind in KINDS:
             for q in queries:
                 url = f"{base}/api/v1/collections/{cid}/flamegraph"
                 requests.get(url, params={**q, "kind": kind}, timeout=120).raise_for_status()
-        r8, s8, c8 = stores.redis_bytes(), stores.s3_bytes(), meter.read()
+        r8, s8, c8 = stores.redis_bytes(), stores.s3_objects(), meter.read()
         entries = len(list(client.scan_iter(match="*entr*", count=1000))) - entries0
-        built = max(1, s8[1] - s7[1])
+        built = [size for pid, size in s8.items() if pid not in s7]  # not less those swept
         out["ranges"] = {
             "queries": 2 * len(queries),
-            "s3_objects": s8[1] - s7[1],
-            "s3_bytes_per_object": (s8[0] - s7[0]) / built,
+            "s3_objects": len(built),
+            "s3_bytes_per_object": sum(built) / max(1, len(built)),
             "entry_keys": entries,
             "redis_bytes": r8 - r7,
             "cpu_per_query": Meter.since(c7, c8, 2 * len(queries)),
         }
-        out["totals"] = {"s3_bytes": s8[0], "s3_objects": s8[1], "redis_bytes": r8}
+        out["totals"] = {"s3_bytes": sum(s8.values()), "s3_objects": len(s8), "redis_bytes": r8}
+
+        # 5. a grace after the last warm-up: its delayed sweep has removed the superseded
+        time.sleep(max(0.0, warmed + GRACE + 10 - time.monotonic()))
+        s9 = stores.s3_objects()
+        left = superseded & set(merged) & set(s9)
+        out["after_grace"] = {"superseded_left": len(left), "s3_objects": len(s9)}
         return out
     finally:
         stop(proc)  # type: ignore[arg-type]
@@ -271,28 +329,49 @@ def report(m: dict[str, object], per_month: int) -> None:
     print(f"  view, cached:      {ms(m['view_cached_cpu'])}")  # type: ignore[arg-type]
     print(f"  view, computed:    {ms(m['view_computed_cpu'])}")  # type: ignore[arg-type]
     print(f"\nper collection add: {ms(add['cpu'])}")  # type: ignore[index]
-    print(f"  Redis beyond the profile's own: {kb(add['member_redis_bytes'])} per member")  # type: ignore[index]
-    warm = m["warmup"]
     print(
-        f"  the collection's warm-up merged {warm['blocks']} blocks of its default view, "  # type: ignore[index]
-        f"{kb(warm['s3_bytes_per_block'])} each in S3 (a block is a stored profile: its record "  # type: ignore[index]
-        "and views in Redis as above)"
+        f"  and its share of the warm-ups: {ms(add['warm_cpu'])} "  # type: ignore[index]
+        f"({ROUNDS} warm-ups of {m['n'] // ROUNDS} adds each)"  # type: ignore[operator]
+    )
+    keys: dict[str, int] = m["keys"]  # type: ignore[assignment]
+    member_keys = ("*:c:{*}:data", "*:c:{*}:members", "*:memberof:{*}")
+    member = sum(keys.get(k, 0) for k in member_keys) / m["n"]  # type: ignore[operator]
+    print(f"  Redis beyond the profile's own: {kb(member)} per member ({', '.join(member_keys)})")
+    warm, later = m["warmup"], m["after_grace"]
+    print(
+        f"  the collection's warm-ups stored {warm['merged']} merged profiles (its default "  # type: ignore[index]
+        f"selection of each kind, extended as members came): {warm['named']} named by its "  # type: ignore[index]
+        f"entries now, {kb(warm['named_bytes'] / max(1, warm['named']))} each in S3; "  # type: ignore[index]
+        f"{warm['superseded']} superseded, {kb(warm['superseded_bytes'])} in all, awaiting "  # type: ignore[index]
+        f"their grace; {later['superseded_left']} of those left {GRACE + 10} s after the "  # type: ignore[index]
+        "last warm-up"
     )
     print(
-        f"\nrange views: {ranges['queries']} queries, {ranges['s3_objects']} new stored profiles, "  # type: ignore[index]
+        f"\nrange views: {ranges['queries']} queries, {ranges['s3_objects']} new stored profiles "  # type: ignore[index]
+        f"({kb(ranges['s3_bytes_per_object'])} each in S3), "  # type: ignore[index]
         f"{kb(ranges['redis_bytes'])} more in Redis (their cached views); "  # type: ignore[index]
         f"{ms(ranges['cpu_per_query'])} per query"  # type: ignore[index]
     )
     print("\nRedis by key (MEMORY USAGE, ids as *), per profile uploaded or added:")
-    keys = sorted(m["keys"].items(), key=lambda kv: -kv[1])  # type: ignore[attr-defined]
-    total = sum(v for _, v in keys)
-    for name, size in keys[:12]:
+    ranked = sorted(keys.items(), key=lambda kv: -kv[1])
+    total = sum(v for _, v in ranked)
+    for name, size in ranked[:12]:
         print(f"  {size / (2 * m['n']) / 1000:9.2f} KB  {name}")  # type: ignore[operator]
     per = total / (2 * m["n"]) / 1000  # type: ignore[operator]
     print(f"  {per:9.2f} KB  in all (used_memory counts the allocator's overhead too)")
-    cpu_add = add["cpu"]["all"]  # type: ignore[index]
+    cpu_add, cpu_warm = add["cpu"]["all"], add["warm_cpu"]["all"]  # type: ignore[index]
     s3_month = per_month * up["s3_bytes"]  # type: ignore[index]
-    kept = sum(v for k, v in keys if "view" not in k) / (2 * m["n"])  # type: ignore[operator]
+    # An add keeps a profile's record (the mean of every record: uploads, members and the
+    # warm-ups' merged profiles), its member's keys, and its share of the other indexes.
+    record = keys.get("*:profile:{*}", 0) / max(1, m["records"])  # type: ignore[call-overload]
+    skip = {*member_keys, "*:profile:{*}"}
+    other = sum(v for k, v in ranked if "view" not in k and k not in skip) / (2 * m["n"])  # type: ignore[operator]
+    kept = record + member + other
+    print(
+        f"  {record / 1000:9.2f} KB  a record, the mean of {m['records']} "
+        f"({record / 1000:.2f} + {member / 1000:.2f} member + {other / 1000:.2f} other "
+        "indexes per add)"
+    )
     print(f"\n{per_month:,} profiles a month (collection adds of these sizes), 30-day retention:")
     print(f"  S3: {s3_month / 1e12:.2f} TB kept, {per_month:,} PUTs a month (and the blocks')")
     print(
@@ -303,8 +382,9 @@ def report(m: dict[str, object], per_month: int) -> None:
     computed, cached = m["view_computed_cpu"]["all"], m["view_cached_cpu"]["all"]  # type: ignore[index]
     print(
         f"  CPU: {per_month * cpu_add / 3600:,.0f} CPU-hours a month for the adds "
-        f"({per_month * cpu_add / (30 * 86400):.2f} cores on average); a view computed "
-        f"{computed * 1000:.0f} ms, a cached one {cached * 1000:.0f} ms"
+        f"({per_month * cpu_add / (30 * 86400):.2f} cores on average), "
+        f"{per_month * cpu_warm / 3600:,.0f} more for warm-ups as often as here; a view "
+        f"computed {computed * 1000:.0f} ms, a cached one {cached * 1000:.0f} ms"
     )
 
 

@@ -167,13 +167,22 @@ def test_a_compute_process_killed_mid_job_is_a_503_and_the_retry_works(
     server: dict[str, Any],
 ) -> None:
     pid = upload(server, (CORPUS / "google-pprof-testdata/large.cpu").read_bytes())
-    url = f"{server['url']}/api/v1/profiles/{pid}/top"
+    # A view nobody precomputes (the precompute's own run on the ingest process, whose death
+    # a visitor waiting on its lease outlives, is not the job this kills), asked once the
+    # precompute is done, so the log's next "start view top" is this request's.
+    precomputed = rf"done view summary {pid}"
+    deadline = time.monotonic() + 30
+    while not re.search(precomputed, server["log"].read_text()):
+        assert time.monotonic() < deadline, "the precompute never ended"
+        time.sleep(0.01)
+    url = f"{server['url']}/api/v1/profiles/{pid}/top?nf=0.0001"
     started = re.compile(rf"compute\[(\d+)\]: start view top {pid}")
     result: list[Any] = []
+    log_at = len(server["log"].read_text())
     request = threading.Thread(target=lambda: result.append(call(url)))
     request.start()
     deadline = time.monotonic() + 30
-    while not (found := started.search(server["log"].read_text())):
+    while not (found := started.search(server["log"].read_text(), log_at)):
         assert time.monotonic() < deadline, "the view never started"
         time.sleep(0.01)
     victim = int(found.group(1))

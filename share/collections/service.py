@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hmac
 import secrets
-import threading
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,7 +58,6 @@ class Collections:
         self.blocks = Blocks(share, index, self.member_expiry)
         self.warming = Warming(self)
         self._kinds: dict[str, tuple[float | None, str | None]] = {}  # default_kind's answers
-        self._lock = threading.Lock()
 
     def member_expiry(self, c: Collection) -> str:
         return c.expires or "never"

@@ -99,7 +99,8 @@ def test_drop_anywhere_uploads_and_lands_on_the_link(live_server: str, page) -> 
     assert outcome == {"overlay": True, "accepted": True}
     confirm_review(page)
     page.wait_for_url(LINK, timeout=30_000)
-    link = page.url
+    # The viewer soon writes its state into the fragment (#si=cpu): the link is what precedes it.
+    link = page.url.split("#", 1)[0]
     with urllib.request.urlopen(link + "/raw", timeout=30) as response:
         assert gzip.decompress(response.read()) == gzip.decompress(data)
 

@@ -114,3 +114,32 @@ def test_a_superseded_block_of_a_range_goes_and_the_range_answers_as_a_plain_mer
     assert held == [True, False, False, True, True, True]
     assert set(share.blobs.keys()) == {*members, blocks[0], *blocks[3:]}
     assert top(client, f"/c/{cid}/top", **query) == plain_merge_top(client, members)
+
+
+def test_a_relative_selection_asked_again_later_supersedes_what_it_named(
+    backend: dict[str, Any],
+) -> None:
+    """`from=now-1m` asked 10 s later starts 10 s later: one selection moved on, whose entry
+    is replaced and whose profile before goes after its grace (a dashboard refreshing the last
+    hour all day left one merged profile behind per 10 s, each kept its hour)."""
+    client, share, now, grace = fleet(backend)
+    cid, token = create(client)
+    t0 = int(now[0]) // 60 * 60
+    now[0] = t0 + 35.0  # from=now-1m starts at t0 - 30
+    # The first member's profile is another (a 5-letter tag): without it the merge differs.
+    tags_at = (("rel00", -25), ("rel1", -5), ("rel2", 5), ("rel3", 25))
+    members = [add(client, cid, token, tag, t0 + dt) for tag, dt in tags_at]
+    first = selection(client, cid, **{"from": "now-1m"})
+    assert first["members"] == 4 and first["parts"] > 1  # merged for the selection
+    now[0] += 10  # from=now-1m now starts at t0 - 20: the first member is out
+    members.append(add(client, cid, token, "rel4", t0 + 40))
+    second = selection(client, cid, **{"from": "now-1m"})
+    assert second["members"] == 4 and second["profile"] != first["profile"]
+    assert top(client, f"/c/{cid}/top", **{"from": "now-1m"}) == plain_merge_top(
+        client, members[1:]
+    )
+    now[0] += grace + 1
+    assert client.application.extensions["collections"].blocks.sweep(cid) >= 1  # and a block
+    assert share.meta.load(first["profile"]) is None
+    assert first["profile"] not in set(share.blobs.keys())
+    assert share.meta.load(second["profile"]) is not None

@@ -191,6 +191,9 @@ class Selection:
     end: float | None = None
     matchers: tuple[Matcher, ...] = ()
     kind: str | None = None  # None: the kind with the most members
+    # `now-15m` as asked (start is where it stands now): the same relative selection asked
+    # later is the same open selection, moved on (its entry is replaced, not one more kept).
+    relative: str = field(default="", compare=False)
 
     def accepts(self, labels: Mapping[str, str]) -> bool:
         return all(m.matches(labels) for m in self.matchers)
@@ -214,7 +217,9 @@ def selection(args: Mapping[str, str], now: float, prefix: str = "") -> Selectio
         raise SelectionError(f"{prefix}to must be after {prefix}from")
     matchers = parse_selector(args.get(prefix + "match") or "")
     kind = (args.get("kind") or "").strip() or None
-    return Selection(start, end, matchers, kind)
+    text = (args.get(prefix + "from") or "").strip()
+    relative = text if start is not None and text.startswith("now") else ""
+    return Selection(start, end, matchers, kind, relative)
 
 
 def has_base(args: Mapping[str, str]) -> bool:

@@ -284,7 +284,9 @@ class Collections:
         """A selection with no end, which every add extends (the default one, `from=now-1h`):
         what it merged to before, extended with the members added since when they are few
         (blocks.Blocks.extension), else merged from blocks; kept as an entry either way."""
-        key = "o|" + digest([kind, selector, repr(s.start)])
+        # `from=now-15m` keeps one entry as its start moves on: the profile it named before is
+        # superseded (gone after a grace), not left behind for its hour every 10 s.
+        key = "o|" + digest([kind, selector, s.relative or repr(s.start)])
         want = digest([m.key for m in members])
         entry = self.index.entry_get(c.id, key)
         if self.blocks.holding(entry, want) is not None:

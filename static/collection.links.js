@@ -57,7 +57,7 @@ export class SelectionLinks {
     }
     if (call !== this.call) return;
     this.found = found;
-    this.side($("sel-main"), "Selection", sel, found.members, found.profile_url, found.blocks);
+    this.side($("sel-main"), "Selection", sel, found.members, found.profile_url, found.blocks, found.pending);
     if (base) this.side($("sel-base"), "Base", base, found.base_members, found.base_url);
     this.drawSnapshot();
     this.root.dataset.selection = found.profile;
@@ -75,13 +75,15 @@ export class SelectionLinks {
   }
 
   /** "Selection: 12:00:00Z – 12:05:00Z · pod="api-1" · 4 profiles → merged profile". */
-  side(p, label, s, members, url, blocks) {
+  side(p, label, s, members, url, blocks, pending) {
     const parts = [rangeText(s.from, s.to)];
     if (s.matchers.length) parts.push(matchText(s.matchers));
     if (s.kind) parts.push(s.kind);
     if (members != null) {
       const from = blocks ? ` (read from ${blocks} pre-merged block${blocks === 1 ? "" : "s"})` : "";
       parts.push(`${members} profile${members === 1 ? "" : "s"} merged${from}`);
+      // An open selection a fleet feeds is shown as merged so far, not after seconds of merges.
+      if (pending) parts.push(`${pending} newer one${pending === 1 ? " is" : "s are"} being merged in`);
     }
     p.replaceChildren(el("strong", { textContent: `${label}: ` }), parts.join(" · "));
     if (url) p.append(" ", el("a", { href: url, textContent: "merged profile", className: "cl-merged" }));

@@ -69,6 +69,7 @@ class Plan:
     blocks: int  # parts that are blocks
     built: int = 0  # blocks built for this plan
     extended: int = 0  # of those, blocks extended with new members rather than merged anew
+    pending: int = 0  # members selected but not merged in yet (an open selection served behind)
 
 
 class Blocks:
@@ -224,17 +225,23 @@ class Blocks:
         at most EXTEND_MOST merges' worth are new; else None (merge the block anew from its
         parts: when a warm-up falls behind, extending still costs each new member one merge,
         where merging anew would merge it again at every level under the block)."""
+        held = self.prefix(entry, members)
+        new = members[held or 0 :]
+        if entry is None or not held or not new or len(new) > EXTEND_MOST * self.chunk:
+            return None
+        return [entry["pid"], *(m.pid for m in new)]
+
+    def prefix(self, entry: dict[str, Any] | None, members: list[Member]) -> int | None:
+        """How many of members (in time order) the entry's live profile holds when it holds
+        the first ones exactly; else None."""
         if entry is None:
             return None
         held = int(entry.get("members", 0))
-        new = members[held:]
-        if held < 1 or not new or len(new) > EXTEND_MOST * self.chunk:
+        if held < 1 or held > len(members):
             return None
         if entry.get("digest") != digest([m.key for m in members[:held]]):
             return None
-        if not self.live(entry["pid"]):
-            return None
-        return [entry["pid"], *(m.pid for m in new)]
+        return held if self.live(entry["pid"]) else None
 
     def live(self, pid: str) -> bool:
         return self.live_record(pid) is not None

@@ -28,6 +28,12 @@ ID_LENGTH = 12  # base64url characters: 72 random bits
 SELECTION_EXPIRY = "7d"  # a merged selection's profile (made again when gone)
 SELECTION_TITLE = "collection {cid}: {n} members"
 KINDS_KEPT = 1000  # collections whose default kind is remembered per process
+# A view of an open selection that this many members or more have joined since it was merged
+# is answered with what was merged, if that is at most BEHIND_SECONDS old, while the warm-up
+# merges them in: a fleet adding 20 profiles a second would otherwise make every view wait for
+# seconds of merges first (bench/fleet.py: the default selection's flame graph took 16 s).
+BEHIND_FROM = 32
+BEHIND_SECONDS = 60.0
 
 
 @dataclass
@@ -230,12 +236,16 @@ class Collections:
         self._kinds[c.id] = (c.last_add_at, kind)
         return kind
 
-    def merged(self, c: Collection, s: sel.Selection, kind: str | None) -> tuple[str | None, Plan]:
+    def merged(
+        self, c: Collection, s: sel.Selection, kind: str | None, behind: bool = False
+    ) -> tuple[str | None, Plan]:
         """The stored profile of the selection's members of one kind, and how it was made.
         A member whose profile is gone (deleted with its own token, lost by the store) is
-        dropped from the collection, and the selection merged again without it."""
+        dropped from the collection, and the selection merged again without it. behind: an
+        open selection may be answered without its newest members (Plan.pending; see
+        BEHIND_FROM), as views are; the warm-up merges them in."""
         try:
-            return self._merged(c, s, kind)
+            return self._merged(c, s, kind, behind)
         except ShareError as exc:  # the compute tier's NotFound arrives as a ShareError
             if exc.code not in (404, 410):
                 raise
@@ -244,13 +254,15 @@ class Collections:
             if not dead:
                 raise
             self.index.remove(c.id, dead)
-            return self._merged(c, s, kind)
+            return self._merged(c, s, kind, behind)
 
-    def _merged(self, c: Collection, s: sel.Selection, kind: str | None) -> tuple[str | None, Plan]:
+    def _merged(
+        self, c: Collection, s: sel.Selection, kind: str | None, behind: bool
+    ) -> tuple[str | None, Plan]:
         members = [m for m in self.members(c, s) if m.kind == kind]
         selector = ",".join(sorted(str(m) for m in s.matchers))
         if s.end is None and members:
-            return self._open(c, s, selector, kind or "", members)
+            return self._open(c, s, selector, kind or "", members, behind)
         return self._planned(c, s, selector, kind or "", members)
 
     def _planned(
@@ -279,7 +291,13 @@ class Collections:
             return pid, plan
 
     def _open(
-        self, c: Collection, s: sel.Selection, selector: str, kind: str, members: list[Member]
+        self,
+        c: Collection,
+        s: sel.Selection,
+        selector: str,
+        kind: str,
+        members: list[Member],
+        behind: bool = False,
     ) -> tuple[str | None, Plan]:
         """A selection with no end, which every add extends (the default one, `from=now-1h`):
         what it merged to before, extended with the members added since when they are few
@@ -291,6 +309,12 @@ class Collections:
         entry = self.index.entry_get(c.id, key)
         if self.blocks.holding(entry, want) is not None:
             return entry["pid"], Plan([entry["pid"]], len(members), 1)  # type: ignore[index]
+        held = self.blocks.prefix(entry, members) if behind else None
+        if held is not None and len(members) - held >= BEHIND_FROM:
+            assert entry is not None
+            if float(entry.get("at", 0)) >= self.share.clock() - BEHIND_SECONDS:
+                self.warm_later(c.id)
+                return entry["pid"], Plan([entry["pid"]], held, 1, pending=len(members) - held)
         grown = self.blocks.extension(entry, members)
         pid: str | None = None
         if grown is None:  # merged from blocks, under their leases, before this one's
@@ -308,6 +332,7 @@ class Collections:
                 pid = self.blocks.merged(c, grown, title, growing=True)
             if pid is not None:
                 value = {"pid": pid, "digest": want, "members": len(members)}
+                value["at"] = self.share.clock()  # since when it is behind, once members join
                 self.blocks.replace(c.id, key, entry, {**value, "own": len(plan.parts) > 1})
         return pid, plan
 
@@ -317,11 +342,11 @@ class Collections:
         now = self.share.clock()
         s = sel.selection(args, now)
         kind = s.kind or self.default_kind(c)
-        pid, plan = self.merged(c, s, kind)
+        pid, plan = self.merged(c, s, kind, behind=True)
         base = base_plan = None
         if sel.has_base(args):
             b = sel.selection(args, now, prefix="base_")
-            base, base_plan = self.merged(c, b, kind)
+            base, base_plan = self.merged(c, b, kind, behind=True)
         return Resolved(pid, base, kind, plan, base_plan)
 
     # --- warming ------------------------------------------------------------------------

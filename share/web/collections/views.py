@@ -43,6 +43,8 @@ def _headers(response: Response, found: Resolved) -> Response:
     response.headers["X-Collection-Profile"] = f"{base_url()}/{found.pid}"
     response.headers["X-Collection-Members"] = str(found.plan.members)
     response.headers["X-Collection-Blocks"] = str(found.plan.blocks)
+    if found.plan.pending:  # members not merged in yet (an open selection a fleet feeds)
+        response.headers["X-Collection-Pending"] = str(found.plan.pending)
     if found.kind:
         response.headers["X-Collection-Kind"] = found.kind
     if found.base is not None:
@@ -73,6 +75,7 @@ def selection_doc(cid: str) -> Response:
         "base": found.base, "base_url": f"{base_url()}/{found.base}" if found.base else None,
         "kind": found.kind, "members": found.plan.members, "parts": len(found.plan.parts),
         "blocks": found.plan.blocks, "built": found.plan.built, "extended": found.plan.extended,
+        "pending": found.plan.pending,
         "base_members": found.base_plan.members if found.base_plan else None,
     }  # fmt: skip
     return jsonify(doc)

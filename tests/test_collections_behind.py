@@ -1,0 +1,75 @@
+"""An open selection that many members joined since it was merged is answered as merged so far
+(Plan.pending, X-Collection-Pending) while the warm-up merges them in, when that merge is recent;
+the answer names exactly what it shows. Few new members, or an old merge, are merged in first,
+as before."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from test_collections_blocks import OPEN, add, create, plain_merge_top, selection, top
+
+from share.collections.selection import Selection
+from share.collections.service import BEHIND_FROM, BEHIND_SECONDS
+
+from conftest import make_app
+
+
+def test_a_view_of_an_open_selection_many_joined_is_answered_as_merged_so_far(
+    backend: dict[str, Any],
+) -> None:
+    app = make_app({**backend, **OPEN})
+    client, share = app.test_client(), app.extensions["share"]
+    collections = app.extensions["collections"]
+    now = [time.time()]
+    share.clock = lambda: now[0]
+    cid, token = create(client)
+    base = (int(now[0]) // 60 - 1) * 60
+    first = [add(client, cid, token, f"sofar{i}", base + 1 + i * 0.01) for i in range(2)]
+    merged = selection(client, cid)
+    assert merged["members"] == 2 and merged["pending"] == 0
+    joined = [
+        add(client, cid, token, f"joined{i}", base + 2 + i * 0.01) for i in range(BEHIND_FROM)
+    ]
+
+    behind = selection(client, cid)
+    assert behind["profile"] == merged["profile"] and behind["built"] == 0
+    assert behind["members"] == 2 and behind["pending"] == BEHIND_FROM
+    r = client.get(f"/api/v1/collections/{cid}/flamegraph")
+    assert r.status_code == 200, r.data
+    assert r.headers["X-Collection-Pending"] == str(BEHIND_FROM)
+    assert r.headers["X-Collection-Members"] == "2"
+    assert r.headers["X-Collection-Profile"].endswith(merged["profile"])
+    assert top(client, f"/c/{cid}/top") == plain_merge_top(client, first)  # what it says it is
+
+    # The warm-up (its merge of the default selection) merges them in.
+    c = collections.load(cid)
+    kind = behind["kind"]
+    collections.merged(c, Selection(kind=kind), kind)
+    caught_up = selection(client, cid)
+    assert caught_up["members"] == 2 + BEHIND_FROM and caught_up["pending"] == 0
+    assert "X-Collection-Pending" not in client.get(f"/api/v1/collections/{cid}/top").headers
+    assert top(client, f"/c/{cid}/top") == plain_merge_top(client, first + joined)
+
+
+def test_few_new_members_or_an_old_merge_are_merged_in_before_the_answer(
+    backend: dict[str, Any],
+) -> None:
+    app = make_app({**backend, **OPEN})
+    client, share = app.test_client(), app.extensions["share"]
+    now = [time.time()]
+    share.clock = lambda: now[0]
+    cid, token = create(client)
+    base = (int(now[0]) // 60 - 1) * 60
+    pids = [add(client, cid, token, f"few{i}", base + 1 + i * 0.01) for i in range(2)]
+    selection(client, cid)
+    pids += [add(client, cid, token, f"few{i}", base + 2 + i * 0.01) for i in range(2, 5)]
+    few = selection(client, cid)  # 3 new: extended at once
+    assert few["members"] == 5 and few["pending"] == 0 and few["extended"] == 1
+
+    pids += [add(client, cid, token, f"old{i}", base + 3 + i * 0.01) for i in range(BEHIND_FROM)]
+    now[0] += BEHIND_SECONDS + 1  # the merge they joined is over a minute old
+    old = selection(client, cid)
+    assert old["members"] == 5 + BEHIND_FROM and old["pending"] == 0
+    assert top(client, f"/c/{cid}/top") == plain_merge_top(client, pids)

@@ -10,8 +10,8 @@ from typing import Any
 
 from test_collections_blocks import OPEN, add, create, plain_merge_top, selection, top
 
+from share.collections.blocks import BEHIND_FROM, BEHIND_SECONDS
 from share.collections.selection import Selection
-from share.collections.service import BEHIND_FROM, BEHIND_SECONDS
 
 from conftest import make_app
 
@@ -73,3 +73,32 @@ def test_few_new_members_or_an_old_merge_are_merged_in_before_the_answer(
     old = selection(client, cid)
     assert old["members"] == 5 + BEHIND_FROM and old["pending"] == 0
     assert top(client, f"/c/{cid}/top") == plain_merge_top(client, pids)
+
+
+def test_a_range_over_a_growing_block_many_joined_is_answered_with_the_block_so_far(
+    backend: dict[str, Any],
+) -> None:
+    """A range over the minute filling now: its block, merged recently, is used as it is while
+    32 more members join it; the answer says so, and a minute later the view extends it."""
+    app = make_app({**backend, **OPEN})
+    client, share = app.test_client(), app.extensions["share"]
+    now = [time.time()]
+    share.clock = lambda: now[0]
+    cid, token = create(client)
+    t0 = int(now[0]) // 60 * 60
+    now[0] = t0 + 30.0
+    query = {"from": str(t0), "to": str(t0 + 60)}
+    first = [add(client, cid, token, f"min{i}", t0 + 1 + i * 0.01) for i in range(2)]
+    merged = selection(client, cid, **query)
+    assert merged["members"] == 2 and merged["pending"] == 0
+    joined = [add(client, cid, token, f"join{i}", t0 + 3 + i * 0.01) for i in range(BEHIND_FROM)]
+
+    behind = selection(client, cid, **query)
+    assert behind["profile"] == merged["profile"] and behind["built"] == 0
+    assert behind["members"] == 2 and behind["pending"] == BEHIND_FROM
+    assert top(client, f"/c/{cid}/top", **query) == plain_merge_top(client, first)
+
+    now[0] += BEHIND_SECONDS + 1
+    whole = selection(client, cid, **query)
+    assert whole["members"] == 2 + BEHIND_FROM and whole["pending"] == 0
+    assert top(client, f"/c/{cid}/top", **query) == plain_merge_top(client, first + joined)

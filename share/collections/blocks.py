@@ -52,6 +52,13 @@ SETTLED_AFTER = 300  # a window that ended this long ago takes no more members, 
 GRACE_TIMES = 4  # SHARE_ANALYSIS_SECONDS a superseded block or selection is kept for readers
 FILLED_AFTER = 5  # seconds past a window's end before the warm-up builds it: adds arrive late
 FILL_WINDOWS = 6  # the last complete windows of each of the smaller resolutions it builds
+# A view whose range holds a growing block (or open selection) that this many members or more
+# joined since it was merged is answered with that merge, if at most BEHIND_SECONDS old, and
+# says how many members it does not hold yet (Plan.pending): a fleet adding 20 profiles a second
+# would otherwise make every view of recent times wait for seconds of merges first
+# (bench/fleet.py: the default selection's flame graph took 16 s with one viewer).
+BEHIND_FROM = 32
+BEHIND_SECONDS = 60.0
 SUPERSEDED = "x|superseded"  # the entry listing superseded profiles: {"old": [[pid, at, key]]}
 BLOCK_TITLE = "block of collection {cid}: {kind}, {res} s from {t0}"
 
@@ -69,7 +76,8 @@ class Plan:
     blocks: int  # parts that are blocks
     built: int = 0  # blocks built for this plan
     extended: int = 0  # of those, blocks extended with new members rather than merged anew
-    pending: int = 0  # members selected but not merged in yet (an open selection served behind)
+    pending: int = 0  # members selected but not merged in yet (a recent merge served behind)
+    behind: bool = False  # growing blocks may be served behind (a view's plan, not a build's)
 
 
 class Blocks:
@@ -94,10 +102,12 @@ class Blocks:
         members: list[Member],
         start: float | None,
         end: float | None,
+        behind: bool = False,
     ) -> Plan:
         """The parts of the selection's members (sorted by time, all of one kind and selector)
-        in [start, end); None: open, past every member (to the largest windows' edge)."""
-        plan = Plan([], len(members), 0)
+        in [start, end); None: open, past every member (to the largest windows' edge).
+        behind: growing blocks may be used behind (BEHIND_FROM), as views may."""
+        plan = Plan([], len(members), 0, behind=behind)
         if not members:
             return plan
         times = [m.time for m in members]
@@ -105,6 +115,7 @@ class Blocks:
         lo = math.floor(times[0] / top) * top if start is None else start
         hi = (math.floor(times[-1] / top) + 1) * top if end is None else end
         self._cover(c, selector, kind, members, times, lo, hi, len(RESOLUTIONS) - 1, plan)
+        plan.members -= plan.pending
         return plan
 
     def fill(self, c: Collection, kind: str, members: list[Member]) -> Plan:
@@ -186,6 +197,11 @@ class Blocks:
             if not growing:
                 self._settle(c, record)
             return record.id
+        if plan.behind and growing:
+            late = self.behind(entry, members[i:j])
+            if late:
+                plan.pending += late
+                return entry["pid"]  # type: ignore[index]
         # Its parts first, each under a lease of its own: a lease is held for one merge only,
         # never while smaller blocks are built (others wait on it at most that long).
         sub = Plan([], j - i, 0)
@@ -209,6 +225,7 @@ class Blocks:
             plan.built += 1 + sub.built
             plan.extended += sub.extended + (grown is not None)
             value = {"pid": pid, "digest": want, "members": j - i, "own": len(sub.parts) > 1}
+            value["at"] = self.share.clock()  # since when it is behind, once members join
             self.replace(c.id, key, entry, value)
             return pid
 
@@ -230,6 +247,17 @@ class Blocks:
         if entry is None or not held or not new or len(new) > EXTEND_MOST * self.chunk:
             return None
         return [entry["pid"], *(m.pid for m in new)]
+
+    def behind(self, entry: dict[str, Any] | None, members: list[Member]) -> int:
+        """How many of members the entry's recent profile lacks when a view may be answered
+        with it (it holds the first ones, BEHIND_FROM or more joined since, it was made at most
+        BEHIND_SECONDS ago); else 0."""
+        held = self.prefix(entry, members)
+        if held is None or len(members) - held < BEHIND_FROM:
+            return 0
+        assert entry is not None
+        recent = float(entry.get("at", 0)) >= self.share.clock() - BEHIND_SECONDS
+        return len(members) - held if recent else 0
 
     def prefix(self, entry: dict[str, Any] | None, members: list[Member]) -> int | None:
         """How many of members (in time order) the entry's live profile holds when it holds

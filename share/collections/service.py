@@ -28,12 +28,6 @@ ID_LENGTH = 12  # base64url characters: 72 random bits
 SELECTION_EXPIRY = "7d"  # a merged selection's profile (made again when gone)
 SELECTION_TITLE = "collection {cid}: {n} members"
 KINDS_KEPT = 1000  # collections whose default kind is remembered per process
-# A view of an open selection that this many members or more have joined since it was merged
-# is answered with what was merged, if that is at most BEHIND_SECONDS old, while the warm-up
-# merges them in: a fleet adding 20 profiles a second would otherwise make every view wait for
-# seconds of merges first (bench/fleet.py: the default selection's flame graph took 16 s).
-BEHIND_FROM = 32
-BEHIND_SECONDS = 60.0
 
 
 @dataclass
@@ -263,13 +257,20 @@ class Collections:
         selector = ",".join(sorted(str(m) for m in s.matchers))
         if s.end is None and members:
             return self._open(c, s, selector, kind or "", members, behind)
-        return self._planned(c, s, selector, kind or "", members)
+        return self._planned(c, s, selector, kind or "", members, behind)
 
     def _planned(
-        self, c: Collection, s: sel.Selection, selector: str, kind: str, members: list[Member]
+        self,
+        c: Collection,
+        s: sel.Selection,
+        selector: str,
+        kind: str,
+        members: list[Member],
+        behind: bool = False,
     ) -> tuple[str | None, Plan]:
-        """The selection merged from the blocks and loose members that cover it."""
-        plan = self.blocks.plan(c, selector, kind, members, s.start, s.end)
+        """The selection merged from the blocks and loose members that cover it (behind:
+        growing ones may be served behind, blocks.BEHIND_FROM)."""
+        plan = self.blocks.plan(c, selector, kind, members, s.start, s.end, behind)
         if not plan.parts:
             return None, plan
         if len(plan.parts) == 1:
@@ -309,16 +310,17 @@ class Collections:
         entry = self.index.entry_get(c.id, key)
         if self.blocks.holding(entry, want) is not None:
             return entry["pid"], Plan([entry["pid"]], len(members), 1)  # type: ignore[index]
-        held = self.blocks.prefix(entry, members) if behind else None
-        if held is not None and len(members) - held >= BEHIND_FROM:
-            assert entry is not None
-            if float(entry.get("at", 0)) >= self.share.clock() - BEHIND_SECONDS:
-                self.warm_later(c.id)
-                return entry["pid"], Plan([entry["pid"]], held, 1, pending=len(members) - held)
+        late = self.blocks.behind(entry, members) if behind else 0
+        if late:
+            self.warm_later(c.id)
+            held = len(members) - late
+            return entry["pid"], Plan([entry["pid"]], held, 1, pending=late)  # type: ignore[index]
         grown = self.blocks.extension(entry, members)
         pid: str | None = None
         if grown is None:  # merged from blocks, under their leases, before this one's
-            pid, plan = self._planned(c, s, selector, kind, members)
+            pid, plan = self._planned(c, s, selector, kind, members, behind)
+            if plan.pending:  # some of its blocks are behind: not what the entry holds
+                return pid, plan
         else:
             plan = Plan(grown, len(members), 1, built=1, extended=1)
         with self.share.leases.hold(

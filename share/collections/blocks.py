@@ -44,6 +44,7 @@ from ..core import Share
 from ..errors import ShareError
 from ..store.collections.index import Collection, CollectionIndex, Member
 from ..store.meta import Record
+from . import sidebyside
 
 RESOLUTIONS = (10, 60, 600, 3600, 86400)
 EXTEND_MOST = 4  # merges' worth (SHARE_MERGE_MAX_PROFILES) of new members a block is extended by
@@ -52,11 +53,9 @@ SETTLED_AFTER = 300  # a window that ended this long ago takes no more members, 
 GRACE_TIMES = 4  # SHARE_ANALYSIS_SECONDS a superseded block or selection is kept for readers
 FILLED_AFTER = 5  # seconds past a window's end before the warm-up builds it: adds arrive late
 FILL_WINDOWS = 6  # the last complete windows of each of the smaller resolutions it builds
-# A view whose range holds a growing block (or open selection) that this many members or more
-# joined since it was merged is answered with that merge, if at most BEHIND_SECONDS old, and
-# says how many members it does not hold yet (Plan.pending): a fleet adding 20 profiles a second
-# would otherwise make every view of recent times wait for seconds of merges first
-# (bench/fleet.py: the default selection's flame graph took 16 s with one viewer).
+# A view whose plan names a growing block (or open selection) that BEHIND_FROM or more members
+# joined since its merge, at most BEHIND_SECONDS old, gets that merge and Plan.pending: at 20
+# adds/s every view would wait for seconds of merges (bench/fleet.py: 16 s with one viewer).
 BEHIND_FROM = 32
 BEHIND_SECONDS = 60.0
 SUPERSEDED = "x|superseded"  # the entry listing superseded profiles: {"old": [[pid, at, key]]}
@@ -78,6 +77,7 @@ class Plan:
     extended: int = 0  # of those, blocks extended with new members rather than merged anew
     pending: int = 0  # members selected but not merged in yet (a recent merge served behind)
     behind: bool = False  # growing blocks may be served behind (a view's plan, not a build's)
+    dry: list[tuple[int, int]] | None = None  # a dry run's merges of members (sidebyside)
 
 
 class Blocks:
@@ -111,10 +111,20 @@ class Blocks:
         if not members:
             return plan
         times = [m.time for m in members]
-        top = RESOLUTIONS[-1]
+        top, top_level = RESOLUTIONS[-1], len(RESOLUTIONS) - 1
         lo = math.floor(times[0] / top) * top if start is None else start
         hi = (math.floor(times[-1] / top) + 1) * top if end is None else end
-        self._cover(c, selector, kind, members, times, lo, hi, len(RESOLUTIONS) - 1, plan)
+        if behind:  # a view waits: the merges of members it needs run side by side first
+            dry = Plan([], len(members), 0, behind=True, dry=[])
+            plan.built = sidebyside.run(
+                self.share.merges.compute.merge_size,
+                lambda: self._cover(c, selector, kind, members, times, lo, hi, top_level, dry),
+                dry.dry,  # type: ignore[arg-type]
+                lambda lv, t0: self._block(
+                    c, selector, kind, members, times, lv, t0, Plan([], 0, 0)
+                ),
+            )
+        self._cover(c, selector, kind, members, times, lo, hi, top_level, plan)
         plan.members -= plan.pending
         return plan
 
@@ -204,8 +214,11 @@ class Blocks:
                 return entry["pid"]  # type: ignore[index]
         # Its parts first, each under a lease of its own: a lease is held for one merge only,
         # never while smaller blocks are built (others wait on it at most that long).
-        sub = Plan([], j - i, 0)
+        sub = Plan([], j - i, 0, dry=plan.dry)
         grown = self.extension(entry, members[i:j])
+        if plan.dry is not None and (grown is not None or level == 0):
+            plan.dry.append((level, t0))  # a merge of members: what a dry run looks for
+            return ""
         if grown is not None:
             sub.parts = grown
         elif level == 0:
@@ -213,6 +226,8 @@ class Blocks:
         else:
             window = (members[i:j], times[i:j])
             self._cover(c, selector, kind, *window, t0, t0 + res, level - 1, sub)
+            if plan.dry is not None:
+                return ""
         with self.share.leases.hold(
             f"collection:{c.id}:{key}", "a block of the collection", self.wait
         ):

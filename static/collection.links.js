@@ -82,7 +82,7 @@ export class SelectionLinks {
     if (members != null) {
       const from = blocks ? ` (read from ${blocks} pre-merged block${blocks === 1 ? "" : "s"})` : "";
       parts.push(`${members} profile${members === 1 ? "" : "s"} merged${from}`);
-      // An open selection a fleet feeds is shown as merged so far, not after seconds of merges.
+      // Recent times of a collection a fleet feeds are shown as merged so far, not after seconds of merges.
       if (pending) parts.push(`${pending} newer one${pending === 1 ? " is" : "s are"} being merged in`);
     }
     p.replaceChildren(el("strong", { textContent: `${label}: ` }), parts.join(" · "));

@@ -70,6 +70,10 @@ def side_by_side(app: Any) -> None:
     assert found["members"] == 9 and found["blocks"] == 3 and found["built"] == 3, found
     assert seen["most"] == 2, seen  # two merge processes: a merge on each at once
     assert top(client, f"/c/{cid}/top", **query) == plain_merge_top(client, mine)
+    merges = seen["all"]
+    again = selection(client, cid, **query)  # all built: the dry run's parts are the plan
+    assert again["profile"] == found["profile"] and again["parts"] == 3 and again["built"] == 0
+    assert seen["all"] == merges
 
 
 def test_with_one_merge_process_they_run_one_after_the_other(backend: dict[str, Any]) -> None:

@@ -114,17 +114,16 @@ class Blocks:
         top, top_level = RESOLUTIONS[-1], len(RESOLUTIONS) - 1
         lo = math.floor(times[0] / top) * top if start is None else start
         hi = (math.floor(times[-1] / top) + 1) * top if end is None else end
-        if behind:  # a view waits: the merges of members it needs run side by side first
-            dry = Plan([], len(members), 0, behind=True, dry=[])
-            plan.built = sidebyside.run(
-                self.share.merges.compute.merge_size,
-                lambda: self._cover(c, selector, kind, members, times, lo, hi, top_level, dry),
-                dry.dry,  # type: ignore[arg-type]
-                lambda lv, t0: self._block(
-                    c, selector, kind, members, times, lv, t0, Plan([], 0, 0)
-                ),
-            )
-        self._cover(c, selector, kind, members, times, lo, hi, top_level, plan)
+        width, found = self.share.merges.compute.merge_size, list[tuple[int, int]]()
+        if behind and width > 1:  # a view waits: the merges of members it needs side by side
+            plan.dry = found
+            self._cover(c, selector, kind, members, times, lo, hi, top_level, plan)
+            plan.dry = None  # with nothing to merge found, the dry run made the plan itself
+            plan.built = sidebyside.run(width, found, lambda lv, t0: self._block(
+                c, selector, kind, members, times, lv, t0, Plan([], 0, 0)))  # fmt: skip
+        if found or not (behind and width > 1):
+            plan.parts, plan.blocks, plan.pending = [], 0, 0
+            self._cover(c, selector, kind, members, times, lo, hi, top_level, plan)
         plan.members -= plan.pending
         return plan
 

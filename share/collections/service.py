@@ -236,8 +236,8 @@ class Collections:
         """The stored profile of the selection's members of one kind, and how it was made.
         A member whose profile is gone (deleted with its own token, lost by the store) is
         dropped from the collection, and the selection merged again without it. behind: an
-        open selection may be answered without its newest members (Plan.pending; see
-        BEHIND_FROM), as views are; the warm-up merges them in."""
+        open selection, or a growing block of a range, may be used without its newest members
+        (Plan.pending; blocks.BEHIND_FROM), as views are; the warm-up merges them in."""
         try:
             return self._merged(c, s, kind, behind)
         except ShareError as exc:  # the compute tier's NotFound arrives as a ShareError

@@ -43,7 +43,7 @@ def _headers(response: Response, found: Resolved) -> Response:
     response.headers["X-Collection-Profile"] = f"{base_url()}/{found.pid}"
     response.headers["X-Collection-Members"] = str(found.plan.members)
     response.headers["X-Collection-Blocks"] = str(found.plan.blocks)
-    if found.plan.pending:  # members not merged in yet (an open selection a fleet feeds)
+    if found.plan.pending:  # members not merged in yet (recent times of a collection a fleet feeds)
         response.headers["X-Collection-Pending"] = str(found.plan.pending)
     if found.kind:
         response.headers["X-Collection-Kind"] = found.kind

@@ -57,8 +57,8 @@ export class SelectionLinks {
     }
     if (call !== this.call) return;
     this.found = found;
-    this.side($("sel-main"), "Selection", sel, found.members, found.profile_url, found.blocks, found.pending);
-    if (base) this.side($("sel-base"), "Base", base, found.base_members, found.base_url);
+    this.drawSides(sel, base, found);
+    if (found.pending || found.base_pending) this.catchUp(call, sel, base, own);
     this.drawSnapshot();
     this.root.dataset.selection = found.profile;
     try {
@@ -74,19 +74,59 @@ export class SelectionLinks {
     }
   }
 
-  /** "Selection: 12:00:00Z – 12:05:00Z · pod="api-1" · 4 profiles → merged profile". */
-  side(p, label, s, members, url, blocks, pending) {
+  drawSides(sel, base, found, merged = null) {
+    const main = { members: found.members, url: found.profile_url, blocks: found.blocks, pending: found.pending };
+    if (merged && merged.profile !== found.profile) main.merged = merged.members;
+    this.side($("sel-main"), "Selection", sel, main);
+    if (!base) return;
+    const other = { members: found.base_members, url: found.base_url, pending: found.base_pending };
+    if (merged && merged.base !== found.base) other.merged = merged.base_members;
+    this.side($("sel-base"), "Base", base, other);
+  }
+
+  /** Recent times of a collection a fleet feeds are shown as merged so far (pending), not
+   * after seconds of merges: the selection is then asked once more with wait=1, which merges
+   * the rest in, and the line offers to show it (the views change only when asked: the
+   * reader may be zoomed in). */
+  async catchUp(call, sel, base, own) {
+    const q = new URLSearchParams(location.search);
+    q.set("wait", "1");
+    let merged;
+    try {
+      merged = await getJSON(`${this.root.dataset.selectionUrl}?${q}`);
+    } catch {
+      return; // the views stand as shown; a reload tries again
+    }
+    if (call !== this.call || (merged.profile === this.found.profile && merged.base === this.found.base)) return;
+    this.drawSides(sel, base, this.found, merged);
+    for (const button of this.root.querySelectorAll(".cl-show-merged")) {
+      button.addEventListener("click", () => {
+        this.show(sel, base, own);
+        this.root.dispatchEvent(new CustomEvent("selectionmerged"));
+      });
+    }
+  }
+
+  /** "Selection: 12:00:00Z – 12:05:00Z · pod="api-1" · 4 profiles → merged profile", and
+   * what is pending, or merged since with a button to show it (f.merged: members then). */
+  side(p, label, s, f) {
     const parts = [rangeText(s.from, s.to)];
     if (s.matchers.length) parts.push(matchText(s.matchers));
     if (s.kind) parts.push(s.kind);
-    if (members != null) {
-      const from = blocks ? ` (read from ${blocks} pre-merged block${blocks === 1 ? "" : "s"})` : "";
-      parts.push(`${members} profile${members === 1 ? "" : "s"} merged${from}`);
-      // Recent times of a collection a fleet feeds are shown as merged so far, not after seconds of merges.
-      if (pending) parts.push(`${pending} newer one${pending === 1 ? " is" : "s are"} being merged in`);
+    const plural = (n) => (n === 1 ? "" : "s");
+    if (f && f.members != null) {
+      const from = f.blocks ? ` (read from ${f.blocks} pre-merged block${plural(f.blocks)})` : "";
+      parts.push(`${f.members} profile${plural(f.members)} merged${from}`);
+      if (f.merged != null) {
+        const n = f.merged - f.members;
+        parts.push(`${f.merged} now, ${n} newer one${plural(n)} merged in`);
+      } else if (f.pending) parts.push(`${f.pending} newer one${f.pending === 1 ? " is" : "s are"} being merged in`);
     }
     p.replaceChildren(el("strong", { textContent: `${label}: ` }), parts.join(" · "));
-    if (url) p.append(" ", el("a", { href: url, textContent: "merged profile", className: "cl-merged" }));
+    if (f && f.merged != null) {
+      p.append(" ", el("button", { type: "button", textContent: "Show them", className: "cl-show-merged" }));
+    }
+    if (f && f.url) p.append(" ", el("a", { href: f.url, textContent: "merged profile", className: "cl-merged" }));
   }
 
   /** The snapshot links: the merged profile with the view's options (and the base as

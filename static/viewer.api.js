@@ -52,3 +52,9 @@ export function cached(url, get = getJSON) {
   }
   return cache.get(url);
 }
+
+/** Every answer kept: the next request of each asks the server again (a collection's
+ * selection merged anew under the same URL). */
+export function forgetCached() {
+  cache.clear();
+}

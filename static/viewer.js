@@ -2,7 +2,7 @@
 // bar, the sample type selector and the URL that carries all of it (see viewer.state.js).
 // Everything from the profile (names, files, labels, comments) is data: it reaches the page
 // through textContent, attribute values and canvas fillText only, never through innerHTML.
-import { cached, getJSON } from "./viewer.api.js";
+import { cached, forgetCached, getJSON } from "./viewer.api.js";
 import { diffParams, setupCompare } from "./viewer.compare.js";
 import { diffTotalText } from "./viewer.diff.js";
 import { initialState, pageElements } from "./viewer.dom.js";
@@ -347,6 +347,8 @@ function followUrl() {
 let lastQuery = url.serverParams().toString();
 window.addEventListener("hashchange", followUrl);
 window.addEventListener("popstate", followUrl);
+// A collection's selection merged anew under the same URL (collection.links.js): views again.
+root.addEventListener("selectionmerged", () => (forgetCached(), paramsChanged()));
 
 const zoomOf = (frag) => (frag.zoom ? frag.zoom.split(";") : []);
 

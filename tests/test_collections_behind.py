@@ -102,3 +102,43 @@ def test_a_range_over_a_growing_block_many_joined_is_answered_with_the_block_so_
     whole = selection(client, cid, **query)
     assert whole["members"] == 2 + BEHIND_FROM and whole["pending"] == 0
     assert top(client, f"/c/{cid}/top", **query) == plain_merge_top(client, first + joined)
+
+
+def test_wait_merges_the_pending_members_in_and_a_base_says_what_it_lacks(
+    backend: dict[str, Any],
+) -> None:
+    """`wait=1` (what the page asks once it has shown a selection answered behind) merges
+    every member in before the answer; a base answered behind says so as the selection does."""
+    app = make_app({**backend, **OPEN})
+    client, share = app.test_client(), app.extensions["share"]
+    now = [time.time()]
+    share.clock = lambda: now[0]
+    cid, token = create(client)
+    base = (int(now[0]) // 60 - 1) * 60
+    first = [add(client, cid, token, f"w{i}", base + 1 + i * 0.01, pod="b") for i in range(2)]
+    assert selection(client, cid, match='pod="b"')["members"] == 2
+    joined = [
+        add(client, cid, token, f"wj{i}", base + 2 + i * 0.01, pod="b") for i in range(BEHIND_FROM)
+    ]
+
+    # The base (pod "b", open) is behind; the selection (pod "a": none yet) is not asked here.
+    compared = selection(client, cid, base_match='pod="b"')
+    assert compared["base_members"] == 2 and compared["base_pending"] == BEHIND_FROM
+    r = client.get(f"/api/v1/collections/{cid}/top", query_string={"base_match": 'pod="b"'})
+    assert r.status_code == 200, r.data
+    assert r.headers["X-Collection-Base-Pending"] == str(BEHIND_FROM)
+    assert "X-Collection-Pending" not in r.headers
+
+    behind = selection(client, cid, match='pod="b"')
+    assert behind["members"] == 2 and behind["pending"] == BEHIND_FROM
+    waited = selection(client, cid, match='pod="b"', wait="1")
+    assert waited["members"] == 2 + BEHIND_FROM and waited["pending"] == 0
+    assert waited["profile"] != behind["profile"]
+    # What the wait merged is the selection's current merge: the next plain view has it.
+    after = selection(client, cid, match='pod="b"')
+    assert after["profile"] == waited["profile"] and after["pending"] == 0
+    assert top(client, f"/c/{cid}/top", match='pod="b"') == plain_merge_top(client, first + joined)
+    assert selection(client, cid, base_match='pod="b"', wait="1")["base_pending"] == 0
+
+    r = client.get(f"/api/v1/collections/{cid}/selection", query_string={"wait": "soon"})
+    assert r.status_code == 400 and b"wait='soon'" in r.data

@@ -226,9 +226,20 @@ def has_base(args: Mapping[str, str]) -> bool:
     return any(args.get(p) for p in BASE_PARAMS)
 
 
+def waits(args: Mapping[str, str]) -> bool:
+    """`wait=1`: every member selected is merged in before the answer, none left pending
+    (blocks.BEHIND_FROM); `wait=0`, or none, lets recent times be answered behind."""
+    text = (args.get("wait") or "").strip().lower()
+    if text in ("", "0", "false", "no"):
+        return False
+    if text in ("1", "true", "yes"):
+        return True
+    raise SelectionError(f"wait={text!r}: 1 waits for every member to be merged in, 0 does not")
+
+
 def view_args(args: Mapping[str, str]) -> dict[str, str]:
     """The request's parameters less the selection's: the pprof options of the view."""
-    skip = {*SELECTION_PARAMS, *BASE_PARAMS, "token", "group_by", "step"}
+    skip = {*SELECTION_PARAMS, *BASE_PARAMS, "token", "group_by", "step", "wait"}
     return {k: v for k, v in args.items() if k not in skip}
 
 

@@ -339,16 +339,18 @@ class Collections:
         return pid, plan
 
     def resolve(self, cid: str, args: dict[str, str]) -> Resolved:
-        """The request's selection (and base selection) as stored profiles."""
+        """The request's selection (and base selection) as stored profiles; recent times may
+        be answered behind (Plan.pending) unless the request says `wait` (sel.waits)."""
         c = self.load(cid)
         now = self.share.clock()
         s = sel.selection(args, now)
         kind = s.kind or self.default_kind(c)
-        pid, plan = self.merged(c, s, kind, behind=True)
+        behind = not sel.waits(args)
+        pid, plan = self.merged(c, s, kind, behind=behind)
         base = base_plan = None
         if sel.has_base(args):
             b = sel.selection(args, now, prefix="base_")
-            base, base_plan = self.merged(c, b, kind, behind=True)
+            base, base_plan = self.merged(c, b, kind, behind=behind)
         return Resolved(pid, base, kind, plan, base_plan)
 
     # --- warming ------------------------------------------------------------------------

@@ -49,6 +49,8 @@ def _headers(response: Response, found: Resolved) -> Response:
         response.headers["X-Collection-Kind"] = found.kind
     if found.base is not None:
         response.headers["X-Collection-Base"] = f"{base_url()}/{found.base}"
+        if found.base_plan and found.base_plan.pending:
+            response.headers["X-Collection-Base-Pending"] = str(found.base_plan.pending)
     return response
 
 
@@ -77,6 +79,7 @@ def selection_doc(cid: str) -> Response:
         "blocks": found.plan.blocks, "built": found.plan.built, "extended": found.plan.extended,
         "pending": found.plan.pending,
         "base_members": found.base_plan.members if found.base_plan else None,
+        "base_pending": found.base_plan.pending if found.base_plan else None,
     }  # fmt: skip
     return jsonify(doc)
 

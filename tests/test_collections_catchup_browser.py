@@ -1,0 +1,79 @@
+"""The collection page of a selection answered behind (members pending, as a fleet's recent
+times are): it asks once more with wait=1, says how many were merged in, and shows them when
+asked, where the reader is. In headless Chromium, on a server of its own."""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Iterator
+
+import pytest
+import requests
+from test_collections_browser import add, create, settled
+from test_web_viewer_browser import shot
+
+from share.collections.blocks import BEHIND_FROM
+
+from conftest import start_server, stop, unique_profile
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    data = tmp_path_factory.mktemp("catchup")
+    env = dict(
+        os.environ,
+        SHARE_BLOBS=f"file:{data}/blobs",
+        SHARE_META=f"sqlite:{data}/meta.sqlite3",
+        SHARE_PUBLIC_URL="",
+    )
+    url, proc = start_server(env, data / "server.log")
+    yield url
+    stop(proc)
+
+
+def selection(server: str, cid: str, **query: str) -> dict:  # type: ignore[type-arg]
+    r = requests.get(f"{server}/api/v1/collections/{cid}/selection", params=query, timeout=60)
+    assert r.status_code == 200, r.text
+    return r.json()  # type: ignore[no-any-return]
+
+
+def test_pending_members_are_merged_in_and_shown_when_asked(page, live_server) -> None:  # type: ignore[no-untyped-def]
+    c = create(live_server, "catch-up")
+    at = (int(time.time()) // 60 - 1) * 60 + 1  # a settled minute: one 10 s window
+    match = 'pod="b"'  # a label selection: the warm-up extends only the default one
+    for i in range(2):
+        add(live_server, c, unique_profile(f"cu{i}", "go-runtime/cpu-small.pb.gz"), at, pod="b")
+    assert selection(live_server, c["id"], match=match)["members"] == 2
+    for i in range(BEHIND_FROM):
+        data = unique_profile(f"cj{i}", "go-runtime/cpu-small.pb.gz")
+        add(live_server, c, data, at + 1, pod="b")
+
+    page.goto(f"{c['url']}?match={requests.utils.quote(match)}")
+    settled(page)
+    before = int(page.get_attribute("#total", "data-total"))
+    page.wait_for_selector("#sel-main .cl-show-merged", timeout=60_000)
+    line = page.inner_text("#sel-main")
+    assert "2 profiles merged" in line, line
+    assert f"{2 + BEHIND_FROM} now, {BEHIND_FROM} newer ones merged in" in line, line
+    assert int(page.get_attribute("#total", "data-total")) == before  # nothing moved unasked
+    shot(page, "collection-catch-up")
+
+    with page.expect_response(re.compile(r"/flamegraph\?")) as got:
+        page.click("#sel-main .cl-show-merged")
+    assert got.value.headers["x-collection-members"] == str(2 + BEHIND_FROM)
+    page.wait_for_function(
+        "(n) => document.getElementById('sel-main').innerText.includes(n + ' profiles merged')",
+        arg=2 + BEHIND_FROM,
+        timeout=60_000,
+    )
+    page.wait_for_function(
+        "(b) => Number(document.getElementById('total').dataset.total) > b", arg=before
+    )
+    # Every member is a copy of one profile: the merge of all of them, 17 times the first two.
+    assert int(page.get_attribute("#total", "data-total")) == before * (2 + BEHIND_FROM) // 2
+    assert page.query_selector("#sel-main .cl-show-merged") is None
+    assert page.console_errors == []

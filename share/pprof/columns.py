@@ -100,7 +100,8 @@ def _varint_at(data: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarra
 
 @dataclass
 class Fields:
-    """Every field of every message: one row per (message, field occurrence), in wire order."""
+    """Every field of every message: one row per (message, field occurrence), by field number,
+    then by message, in wire order (so a field's rows are one slice)."""
 
     msg: np.ndarray  # index of the message
     num: np.ndarray  # field number
@@ -110,15 +111,18 @@ class Fields:
     end: np.ndarray  # payload end
 
     def select(self, num: int) -> Fields:
-        keep = self.num == num
-        return Fields(*(a[keep] for a in self._arrays()))
+        """Field num's rows, by message in wire order: views of one slice (a boolean mask
+        per field copied every column, a third of building a small profile's tables)."""
+        lo, hi = np.searchsorted(self.num, (num, num + 1))
+        return Fields(*(a[lo:hi] for a in self._arrays()))
 
     def _arrays(self) -> tuple[np.ndarray, ...]:
         return (self.msg, self.num, self.wire, self.value, self.start, self.end)
 
 
 def fields(buf: Buffer) -> Fields:
-    """Walk all messages of buf at once; rows come out grouped by message, in wire order."""
+    """Walk all messages of buf at once; rows come out by field number, then by message, in
+    wire order."""
     data = buf.data
     cur = buf.starts.copy()
     live = np.flatnonzero(cur < buf.ends)
@@ -141,7 +145,12 @@ def fields(buf: Buffer) -> Fields:
         empty = np.zeros(0, dtype=np.int64)
         return Fields(empty, empty, empty.astype(np.int8), empty.astype(np.uint64), empty, empty)
     cols = [np.concatenate(c) for c in zip(*rounds, strict=True)]
-    order = np.argsort(cols[0], kind="stable")  # by message, rounds keep wire order
+    # By message (the rounds are sorted runs), then by field number: stable sorts keep the
+    # rounds' wire order, and field numbers under 2**16 sort by radix.
+    order = np.argsort(cols[0], kind="stable")
+    num = cols[1][order]
+    by_num = num.astype(np.uint16) if len(num) and int(num.max()) < 1 << 16 else num
+    order = order[np.argsort(by_num, kind="stable")]
     return Fields(*(c[order] for c in cols))
 
 

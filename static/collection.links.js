@@ -119,12 +119,12 @@ export class SelectionLinks {
       parts.push(`${f.members} profile${plural(f.members)} merged${from}`);
       if (f.merged != null) {
         const n = f.merged - f.members;
-        parts.push(`${f.merged} now, ${n} newer one${plural(n)} merged in`);
+        parts.push(`${n} newer one${plural(n)} merged in since`);
       } else if (f.pending) parts.push(`${f.pending} newer one${f.pending === 1 ? " is" : "s are"} being merged in`);
     }
     p.replaceChildren(el("strong", { textContent: `${label}: ` }), parts.join(" · "));
     if (f && f.merged != null) {
-      p.append(" ", el("button", { type: "button", textContent: "Show them", className: "cl-show-merged" }));
+      p.append(" ", el("button", { type: "button", textContent: `Show all ${f.merged}`, className: "cl-show-merged" }));
     }
     if (f && f.url) p.append(" ", el("a", { href: f.url, textContent: "merged profile", className: "cl-merged" }));
   }

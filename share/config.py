@@ -84,6 +84,10 @@ DEFAULTS: dict[str, Any] = {
     "MERGE_MAX_BYTES": 512 * MiB,
     # Most members one collection may hold (an add past it is a 413); retention prunes them.
     "COLLECTION_MAX_MEMBERS": 200_000,
+    # Longest a collection view waits for its merges (a first look at a long range of a label
+    # selection): past it a 503 with Retry-After, the merges going on for the next ask. Under
+    # the balancer's timeout, which would cut the answer off with a 504.
+    "COLLECTION_VIEW_SECONDS": 45.0,
 }
 
 _INT_SETTINGS = {
@@ -108,7 +112,7 @@ _DURATION = re.compile(r"^\s*(\d+)\s*([smhdwy])\s*$")
 _ANCESTOR = re.compile(r"^(\*|'self'|https?://(\*\.)?[A-Za-z0-9.-]+(:\d+)?)$")
 
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
-_SECONDS_SETTINGS = {"STORE_TIMEOUT", "CLIENT_TIMEOUT"}
+_SECONDS_SETTINGS = {"STORE_TIMEOUT", "CLIENT_TIMEOUT", "COLLECTION_VIEW_SECONDS"}
 _RATE_SETTINGS = {"RATE_UPLOADS", "RATE_UPLOAD_BYTES", "RATE_DELETES"}
 _RATE = re.compile(
     r"^\s*(\d+)\s*([KMG]i?B?|B|bytes)?\s*(?:/|per)\s*(second|minute|hour|day)\s*$", re.I

@@ -7,7 +7,7 @@
 // the fragment is the viewer's own state. A change of the selection is a history step
 // (pushState) and a popstate event, which viewer.js follows as it follows Back and Forward.
 // Label keys and values are data: textContent only.
-import { getJSON } from "./viewer.api.js";
+import { getJSON, retryBusy } from "./viewer.api.js";
 import { matchText, parseMatch, renderChips, renderValues, toggled } from "./collection.chips.js";
 import { SelectionLinks } from "./collection.links.js";
 import { Timeline } from "./collection.timeline.js";
@@ -208,6 +208,16 @@ function showKind() {
 }
 // Back to this page from the cache: the select may still show the kind chosen on the way out.
 window.addEventListener("pageshow", (e) => e.persisted && showKind());
+
+// A first look at a long range merges for a while: the server answers 503 (its merges go on)
+// and the page asks again, saying so.
+retryBusy((message, seconds) => {
+  const status = $("status");
+  status.dataset.note = `${message} (the page asks again every ${seconds} s)`; // for watchProgress
+  status.textContent = status.dataset.note;
+  status.hidden = false;
+  status.classList.remove("vw-error");
+});
 
 async function start() {
   showKind();

@@ -8,19 +8,31 @@ export class ApiError extends Error {
   }
 }
 
+let onRetry = null; // (message, seconds): set by a page whose 503s with Retry-After are asked again
+const RETRIES = 60;
+
+/** Ask again, after its Retry-After, what the server answers 503 with one (a collection's
+ * first look that merges for longer than it waits); report(message, seconds) each time. */
+export function retryBusy(report) {
+  onRetry = report;
+}
+
 export async function getJSON(url) {
-  const res = await fetch(url, { headers: { Accept: "application/json" } });
-  let body = null;
-  try {
-    body = await res.json();
-  } catch {
-    body = null;
-  }
-  if (!res.ok) {
+  for (let attempt = 0; ; attempt++) {
+    const res = await fetch(url, { headers: { Accept: "application/json" } });
+    let body = null;
+    try {
+      body = await res.json();
+    } catch {
+      body = null;
+    }
+    if (res.ok) return body;
     const msg = body && body.error ? body.error.message : `${res.status} ${res.statusText}`;
-    throw new ApiError(msg, res.status);
+    const wait = Number(res.headers.get("Retry-After"));
+    if (res.status !== 503 || !onRetry || !(wait > 0) || attempt >= RETRIES) throw new ApiError(msg, res.status);
+    onRetry(msg, wait);
+    await new Promise((resolve) => setTimeout(resolve, wait * 1000));
   }
-  return body;
 }
 
 /** A text response (an SVG) and pprof's warnings (X-Pprof-Warning headers, which fetch joins

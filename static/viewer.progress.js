@@ -18,7 +18,9 @@ export function watchProgress(status, progressUrl) {
     status.hidden = false;
     status.classList.remove("vw-error");
     status.classList.add("vw-busy");
-    status.textContent = `Analysing the profile… ${seconds} s${stage ? " — " + stage : ""}`;
+    // A page's own note (collection.js: a first look asked again) when the server says nothing.
+    const note = stage || status.dataset.note || "";
+    status.textContent = `Analysing the profile… ${seconds} s${note ? " — " + note : ""}`;
   };
   const ask = async () => {
     if (!progressUrl) return;
@@ -47,5 +49,6 @@ export function watchProgress(status, progressUrl) {
     clearInterval(timer);
     clearInterval(poll);
     status.classList.remove("vw-busy");
+    delete status.dataset.note;
   };
 }

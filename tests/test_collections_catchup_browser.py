@@ -19,6 +19,7 @@ from share.collections.blocks import BEHIND_FROM
 from conftest import start_server, stop, unique_profile
 
 pytestmark = pytest.mark.browser
+MATCH_B = 'pod="b"'
 
 
 @pytest.fixture(scope="module")
@@ -78,3 +79,47 @@ def test_pending_members_are_merged_in_and_shown_when_asked(page, live_server) -
     assert int(page.get_attribute("#total", "data-total")) == before * (2 + BEHIND_FROM) // 2
     assert page.query_selector("#sel-main .cl-show-merged") is None
     assert page.console_errors == []
+
+
+@pytest.fixture(scope="module")
+def impatient_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A server whose collection views wait a third of a second for their merges."""
+    data = tmp_path_factory.mktemp("impatient")
+    env = dict(
+        os.environ,
+        SHARE_BLOBS=f"file:{data}/blobs",
+        SHARE_META=f"sqlite:{data}/meta.sqlite3",
+        SHARE_PUBLIC_URL="",
+        SHARE_COLLECTION_VIEW_SECONDS="0.3",
+    )
+    url, proc = start_server(env, data / "server.log")
+    yield url
+    stop(proc)
+
+
+def test_a_first_look_longer_than_the_wait_is_asked_again_until_merged(
+    page, impatient_server
+) -> None:  # type: ignore[no-untyped-def]
+    """Ten large members of a label selection take seconds to merge: the views answer 503
+    (Retry-After) meanwhile, the page says so and asks again, then shows the merge."""
+    c = create(impatient_server, "first look")
+    at = (int(time.time()) // 60 - 1) * 60 + 1
+    for i in range(10):
+        data = unique_profile(f"big{i}", "go-runtime/cpu-large.pb.gz")
+        add(impatient_server, c, data, at + i * 0.01, pod="b")
+    query = f"match={requests.utils.quote(MATCH_B)}&to={at + 5}"
+
+    page.goto(f"{c['url']}?{query}")  # the first to ask: its views start the merge
+    said = page.wait_for_function(
+        "() => { const t = document.getElementById('status').textContent;"
+        " return t.includes('asks again') && t; }",
+        timeout=30_000,
+    ).json_value()
+    assert "still being merged" in said and "every 5 s" in said, said
+    shot(page, "collection-first-look-asks-again")
+    settled(page)
+    assert "10 profiles merged" in page.inner_text("#sel-main")
+    assert page.is_hidden("#status")
+    # Chromium logs each 503 it was answered; nothing else went wrong.
+    assert page.console_errors, "no view was answered 503: the wait was not passed"
+    assert all("status of 503" in e for e in page.console_errors), page.console_errors

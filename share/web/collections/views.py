@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import threading
 from typing import Any
 
 from flask import Response, jsonify, request
@@ -14,20 +15,53 @@ from ...analysis.reports import summary as summaries
 from ...analysis.views import views
 from ...collections import selection as sel
 from ...collections.service import Resolved
-from ...errors import NotFound
+from ...errors import NotFound, ShareError
 from .. import reports
 from ..api import base_url, share
 from ..negotiate import choice
 from . import api, page
 
+# A view that gave up waiting for its merges: asked again after this, it may find them done.
+RETRY_SECONDS = 5
+
 
 def _resolved(cid: str) -> Resolved:
-    found = api.collections().resolve(cid, dict(request.args.items()))
+    found = _resolved_within(cid, dict(request.args.items()))
     if found.pid is None:
         raise NotFound(f"collection {cid}: the selection holds no members")
     if sel.has_base(request.args) and found.base is None:
         raise NotFound(f"collection {cid}: the base selection holds no members")
     return found
+
+
+def _resolved_within(cid: str, args: dict[str, str]) -> Resolved:
+    """The selection resolved, waiting at most COLLECTION_VIEW_SECONDS for its merges. A first
+    look that merges for longer (a label selection over hours: each member merged once into
+    its blocks) answers 503 with Retry-After while its merges go on in this process, so that
+    the next ask finds them. A balancer would cut the request off with a 504 and the client
+    would not know the work was kept; the page asks again by itself."""
+    service, seconds = api.collections(), float(share().settings["COLLECTION_VIEW_SECONDS"])
+    done, outcome = threading.Event(), {}
+
+    def resolve() -> None:
+        try:
+            outcome["found"] = service.resolve(cid, args)
+        except BaseException as exc:  # noqa: BLE001 - raised again in the request, below
+            outcome["error"] = exc
+        finally:
+            done.set()
+
+    threading.Thread(target=resolve, name=f"resolve {cid}", daemon=True).start()
+    if not done.wait(seconds):
+        raise ShareError(
+            f"collection {cid}: the selection's members are still being merged (over "
+            f"{seconds:g} s so far; what is merged is kept): ask again in a few seconds",
+            503,
+            retry_after=RETRY_SECONDS,
+        )
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["found"]  # type: ignore[no-any-return]
 
 
 def _args(found: Resolved) -> dict[str, str]:

@@ -398,19 +398,28 @@ def server_error(server: str, data: bytes) -> str:
     raise AssertionError("the upload was accepted")
 
 
-@pytest.fixture(scope="session")
-def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """`pprof-share serve` in a subprocess on a free port, on local stores in a tmp dir."""
-    data = tmp_path_factory.mktemp("live")
+def local_server(
+    tmp_path_factory: pytest.TempPathFactory, name: str, **settings: str
+) -> Iterator[str]:
+    """`pprof-share serve` in a subprocess on a free port, on local stores in a tmp dir of
+    its own, with SHARE_<settings>: a fixture's body (yield from it)."""
+    data = tmp_path_factory.mktemp(name)
     env = dict(
         os.environ,
         SHARE_BLOBS=f"file:{data}/blobs",
         SHARE_META=f"sqlite:{data}/meta.sqlite3",
         SHARE_PUBLIC_URL="",
+        **{f"SHARE_{k}": v for k, v in settings.items()},
     )
     url, proc = start_server(env, data / "server.log")
     yield url
     stop(proc)
+
+
+@pytest.fixture(scope="session")
+def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """`pprof-share serve` in a subprocess on a free port, on local stores in a tmp dir."""
+    yield from local_server(tmp_path_factory, "live")
 
 
 # --- go tool pprof ---------------------------------------------------------------------------

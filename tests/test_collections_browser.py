@@ -4,7 +4,6 @@ member's page and the index page's "New collection"."""
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterator
 from urllib.parse import parse_qs, urlsplit
@@ -14,7 +13,7 @@ import requests
 from test_web_compare_browser import BASE, NEW, ROW_HUES, cpu_profile
 from test_web_viewer_browser import CORPUS, HOSTILE, shot
 
-from conftest import start_server, stop
+from conftest import local_server
 
 pytestmark = pytest.mark.browser
 
@@ -48,16 +47,7 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A server of this module's own: members are stored profiles, titled by their collection,
     and the corpus files they are made of must not take those titles into the other modules'
     uploads (the same bytes are one profile)."""
-    data = tmp_path_factory.mktemp("collections")
-    env = dict(
-        os.environ,
-        SHARE_BLOBS=f"file:{data}/blobs",
-        SHARE_META=f"sqlite:{data}/meta.sqlite3",
-        SHARE_PUBLIC_URL="",
-    )
-    url, proc = start_server(env, data / "server.log")
-    yield url
-    stop(proc)
+    yield from local_server(tmp_path_factory, "collections")
 
 
 @pytest.fixture(scope="module")

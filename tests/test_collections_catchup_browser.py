@@ -1,10 +1,10 @@
 """The collection page of a selection answered behind (members pending, as a fleet's recent
 times are): it asks once more with wait=1, says how many were merged in, and shows them when
-asked, where the reader is. In headless Chromium, on a server of its own."""
+asked, where the reader is; and a first look longer than the server waits, asked again. In
+headless Chromium (its members are profiles of their own: the suite's live server will do)."""
 
 from __future__ import annotations
 
-import os
 import re
 import time
 from collections.abc import Iterator
@@ -16,24 +16,10 @@ from test_web_viewer_browser import shot
 
 from share.collections.blocks import BEHIND_FROM
 
-from conftest import start_server, stop, unique_profile
+from conftest import local_server, unique_profile
 
 pytestmark = pytest.mark.browser
 MATCH_B = 'pod="b"'
-
-
-@pytest.fixture(scope="module")
-def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    data = tmp_path_factory.mktemp("catchup")
-    env = dict(
-        os.environ,
-        SHARE_BLOBS=f"file:{data}/blobs",
-        SHARE_META=f"sqlite:{data}/meta.sqlite3",
-        SHARE_PUBLIC_URL="",
-    )
-    url, proc = start_server(env, data / "server.log")
-    yield url
-    stop(proc)
 
 
 def selection(server: str, cid: str, **query: str) -> dict:  # type: ignore[type-arg]
@@ -84,17 +70,7 @@ def test_pending_members_are_merged_in_and_shown_when_asked(page, live_server) -
 @pytest.fixture(scope="module")
 def impatient_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A server whose collection views wait a third of a second for their merges."""
-    data = tmp_path_factory.mktemp("impatient")
-    env = dict(
-        os.environ,
-        SHARE_BLOBS=f"file:{data}/blobs",
-        SHARE_META=f"sqlite:{data}/meta.sqlite3",
-        SHARE_PUBLIC_URL="",
-        SHARE_COLLECTION_VIEW_SECONDS="0.3",
-    )
-    url, proc = start_server(env, data / "server.log")
-    yield url
-    stop(proc)
+    yield from local_server(tmp_path_factory, "impatient", COLLECTION_VIEW_SECONDS="0.3")
 
 
 def test_a_first_look_longer_than_the_wait_is_asked_again_until_merged(

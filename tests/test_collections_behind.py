@@ -6,7 +6,7 @@ as before."""
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 from test_collections_blocks import OPEN, add, create, plain_merge_top, selection, top
 
@@ -16,15 +16,29 @@ from share.collections.selection import Selection
 from conftest import make_app
 
 
+class OnAClock(NamedTuple):
+    """An app whose clock the test moves (now[0]), with a collection and its token."""
+
+    app: Any
+    client: Any
+    now: list[float]
+    cid: str
+    token: str
+
+
+def on_a_clock(backend: dict[str, Any]) -> OnAClock:
+    app = make_app({**backend, **OPEN})
+    client, now = app.test_client(), [time.time()]
+    app.extensions["share"].clock = lambda: now[0]
+    cid, token = create(client)
+    return OnAClock(app, client, now, cid, token)
+
+
 def test_a_view_of_an_open_selection_many_joined_is_answered_as_merged_so_far(
     backend: dict[str, Any],
 ) -> None:
-    app = make_app({**backend, **OPEN})
-    client, share = app.test_client(), app.extensions["share"]
+    app, client, now, cid, token = on_a_clock(backend)
     collections = app.extensions["collections"]
-    now = [time.time()]
-    share.clock = lambda: now[0]
-    cid, token = create(client)
     base = (int(now[0]) // 60 - 1) * 60
     first = [add(client, cid, token, f"sofar{i}", base + 1 + i * 0.01) for i in range(2)]
     merged = selection(client, cid)
@@ -56,11 +70,7 @@ def test_a_view_of_an_open_selection_many_joined_is_answered_as_merged_so_far(
 def test_few_new_members_or_an_old_merge_are_merged_in_before_the_answer(
     backend: dict[str, Any],
 ) -> None:
-    app = make_app({**backend, **OPEN})
-    client, share = app.test_client(), app.extensions["share"]
-    now = [time.time()]
-    share.clock = lambda: now[0]
-    cid, token = create(client)
+    _, client, now, cid, token = on_a_clock(backend)
     base = (int(now[0]) // 60 - 1) * 60
     pids = [add(client, cid, token, f"few{i}", base + 1 + i * 0.01) for i in range(2)]
     selection(client, cid)
@@ -80,11 +90,7 @@ def test_a_range_over_a_growing_block_many_joined_is_answered_with_the_block_so_
 ) -> None:
     """A range over the minute filling now: its block, merged recently, is used as it is while
     32 more members join it; the answer says so, and a minute later the view extends it."""
-    app = make_app({**backend, **OPEN})
-    client, share = app.test_client(), app.extensions["share"]
-    now = [time.time()]
-    share.clock = lambda: now[0]
-    cid, token = create(client)
+    _, client, now, cid, token = on_a_clock(backend)
     t0 = int(now[0]) // 60 * 60
     now[0] = t0 + 30.0
     query = {"from": str(t0), "to": str(t0 + 60)}
@@ -109,11 +115,7 @@ def test_wait_merges_the_pending_members_in_and_a_base_says_what_it_lacks(
 ) -> None:
     """`wait=1` (what the page asks once it has shown a selection answered behind) merges
     every member in before the answer; a base answered behind says so as the selection does."""
-    app = make_app({**backend, **OPEN})
-    client, share = app.test_client(), app.extensions["share"]
-    now = [time.time()]
-    share.clock = lambda: now[0]
-    cid, token = create(client)
+    _, client, now, cid, token = on_a_clock(backend)
     base = (int(now[0]) // 60 - 1) * 60
     first = [add(client, cid, token, f"w{i}", base + 1 + i * 0.01, pod="b") for i in range(2)]
     assert selection(client, cid, match='pod="b"')["members"] == 2

@@ -93,7 +93,8 @@ export class SelectionLinks {
     q.set("wait", "1");
     let merged;
     try {
-      merged = await getJSON(`${this.root.dataset.selectionUrl}?${q}`);
+      // Asked again quietly when it outlasts the server's wait: the views on show are fine.
+      merged = await getJSON(`${this.root.dataset.selectionUrl}?${q}`, () => {});
     } catch {
       return; // the views stand as shown; a reload tries again
     }

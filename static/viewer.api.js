@@ -17,7 +17,10 @@ export function retryBusy(report) {
   onRetry = report;
 }
 
-export async function getJSON(url) {
+/** The JSON at url; report: what a retry of a 503 says (the page's, retryBusy; a request the
+ * reader does not wait for passes a silent one). */
+export async function getJSON(url, report = null) {
+  const said = report || onRetry;
   for (let attempt = 0; ; attempt++) {
     const res = await fetch(url, { headers: { Accept: "application/json" } });
     let body = null;
@@ -29,8 +32,8 @@ export async function getJSON(url) {
     if (res.ok) return body;
     const msg = body && body.error ? body.error.message : `${res.status} ${res.statusText}`;
     const wait = Number(res.headers.get("Retry-After"));
-    if (res.status !== 503 || !onRetry || !(wait > 0) || attempt >= RETRIES) throw new ApiError(msg, res.status);
-    onRetry(msg, wait);
+    if (res.status !== 503 || !said || !(wait > 0) || attempt >= RETRIES) throw new ApiError(msg, res.status);
+    said(msg, wait);
     await new Promise((resolve) => setTimeout(resolve, wait * 1000));
   }
 }

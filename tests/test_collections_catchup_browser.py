@@ -99,3 +99,23 @@ def test_a_first_look_longer_than_the_wait_is_asked_again_until_merged(
     # Chromium logs each 503 it was answered; nothing else went wrong.
     assert page.console_errors, "no view was answered 503: the wait was not passed"
     assert all("status of 503" in e for e in page.console_errors), page.console_errors
+
+
+def test_a_catch_up_that_outlasts_the_wait_is_asked_again_quietly(page, impatient_server) -> None:  # type: ignore[no-untyped-def]
+    """The page's wait=1 for members pending is asked again while it merges past the server's
+    wait, without a word in the status line (the views on show are fine), then offers them."""
+    c = create(impatient_server, "quiet catch-up")
+    at = (int(time.time()) // 60 - 1) * 60 + 1
+    for i in range(2):
+        add(impatient_server, c, unique_profile(f"q{i}", "go-runtime/cpu-small.pb.gz"), at, pod="b")
+    assert selection(impatient_server, c["id"], match=MATCH_B)["members"] == 2
+    for i in range(BEHIND_FROM):  # large ones: merging them in takes seconds
+        data = unique_profile(f"qj{i}", "go-runtime/cpu-large.pb.gz")
+        add(impatient_server, c, data, at + 1, pod="b")
+
+    page.goto(f"{c['url']}?match={requests.utils.quote(MATCH_B)}")
+    settled(page)
+    assert "being merged in" in page.inner_text("#sel-main")
+    page.wait_for_selector("#sel-main .cl-show-merged", timeout=60_000)
+    assert page.is_hidden("#status"), page.text_content("#status")
+    assert page.inner_text("#sel-main .cl-show-merged") == f"Show all {2 + BEHIND_FROM}"

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from share.compute.cache import footprint
 from share.compute.worker import Worker
 from share.errors import NotFound
 from share.store import locate
@@ -65,3 +66,22 @@ def test_a_merge_with_a_missing_part_says_which(tmp_path: Path, worker: Worker) 
              "max_bytes": 1 << 30, "limits": {}}  # fmt: skip
     with pytest.raises(NotFound, match="gone"):
         worker.merge(merge)
+
+
+def test_a_merge_counts_the_columns_it_keeps_warm_against_the_cache_cap(
+    tmp_path: Path, worker: Worker
+) -> None:
+    """A merged part keeps its merge columns warm with it (about as much again as its decoded
+    message and tables): the cache counts them, so a merge process holds its cap, not twice it."""
+    url = f"file:{tmp_path}/blobs"
+    store = locate.blob_store(url)
+    cpus = ["go-runtime/cpu-small.pb.gz", "go-runtime/cpu-large.pb.gz"]
+    for i, name in enumerate(cpus):
+        store.put(f"id{i}", (CORPUS / name).read_bytes())
+    decoded = {f"id{i}": footprint(worker.profile(f"id{i}", job(url))) for i in range(2)}
+    merge = {**job(url), "op": "merge", "parts": list(decoded), "comment": "",
+             "max_bytes": 1 << 30, "limits": {}}  # fmt: skip
+    worker.merge(merge)
+    after = {pid: footprint(worker.cache.get(pid)) for pid in decoded}
+    assert all(after[pid] > decoded[pid] for pid in decoded)
+    assert worker.cache.bytes() == sum(after.values())

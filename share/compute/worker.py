@@ -164,6 +164,8 @@ class Worker:
             # Only its columns are kept: a file's decoded message and tables go with parsed
             # (a stored profile's stay in the warm cache), so ten large files fit in less.
             profiles.append(combine.from_parsed(parsed))
+            if isinstance(part, str):  # its columns stay warm with it: counted against the cap
+                self.cache.resize(part, footprint(parsed))
         self.progress("merging")
         self.detail = f" ({len(profiles)} parts, {human_size(total)})"  # for the log
         raw = combine.merged_columns(profiles, job["comment"])

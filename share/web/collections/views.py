@@ -34,24 +34,40 @@ def _resolved(cid: str) -> Resolved:
     return found
 
 
+# Resolves running in this process, by collection and query: a page that asks again, and the
+# other views of the same selection, wait for the one running instead of starting their own.
+_RUNNING: dict[tuple[str, ...], tuple[threading.Event, dict[str, Any]]] = {}
+_RUNNING_LOCK = threading.Lock()
+
+
 def _resolved_within(cid: str, args: dict[str, str]) -> Resolved:
     """The selection resolved, waiting at most COLLECTION_VIEW_SECONDS for its merges. A first
     look that merges for longer (a label selection over hours: each member merged once into
     its blocks) answers 503 with Retry-After while its merges go on in this process, so that
     the next ask finds them. A balancer would cut the request off with a 504 and the client
-    would not know the work was kept; the page asks again by itself."""
+    would not know the work was kept; the page asks again by itself. Requests for the same
+    selection join the resolve running for it (_RUNNING): the work that goes on past its
+    requests is one resolve per selection asked for, not one per ask."""
     service, seconds = api.collections(), float(share().settings["COLLECTION_VIEW_SECONDS"])
-    done, outcome = threading.Event(), {}
+    key = (cid, *sorted(f"{k}={v}" for k, v in args.items()))
+    with _RUNNING_LOCK:
+        running = _RUNNING.get(key)
+        if running is None:
+            running = _RUNNING[key] = (threading.Event(), {})
 
-    def resolve() -> None:
-        try:
-            outcome["found"] = service.resolve(cid, args)
-        except BaseException as exc:  # noqa: BLE001 - raised again in the request, below
-            outcome["error"] = exc
-        finally:
-            done.set()
+            def resolve() -> None:
+                done, outcome = running
+                try:
+                    outcome["found"] = service.resolve(cid, args)
+                except BaseException as exc:  # noqa: BLE001 - raised again in the requests
+                    outcome["error"] = exc
+                finally:
+                    with _RUNNING_LOCK:
+                        _RUNNING.pop(key, None)
+                    done.set()
 
-    threading.Thread(target=resolve, name=f"resolve {cid}", daemon=True).start()
+            threading.Thread(target=resolve, name=f"resolve {cid}", daemon=True).start()
+    done, outcome = running
     if not done.wait(seconds):
         raise ShareError(
             f"collection {cid}: the selection's members are still being merged (over "

@@ -13,7 +13,7 @@ run: $(VENV)/.installed
 test: test-deps $(VENV)/.installed-test
 	$(VENV)/bin/ruff check share tests bench hatch_build.py
 	$(VENV)/bin/ruff format --check share tests bench hatch_build.py
-	$(VENV)/bin/pytest
+	$(VENV)/bin/pytest --numprocesses=auto --maxprocesses=4
 
 bench: test-deps $(VENV)/.installed-test
 	$(PY) bench/run.py

@@ -288,7 +288,8 @@ def unique_stacks(
     lengths = np.diff(off)
     has = lengths > 0
     mult = np.array([0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F], dtype=_U64)
-    key_loc = loc.astype(_U64)  # hashes wrap around in uint64
+    # Hashes wrap around in uint64: the same bits, not a copy (38 MB on a 6 MB profile).
+    key_loc = loc.view(_U64) if loc.dtype == _I64 else loc.astype(_U64)
     first = np.where(has, key_loc[np.minimum(off[:-1], len(loc) - 1)], np.uint64(0))
     last = np.where(has, key_loc[np.maximum(off[1:] - 1, 0)], np.uint64(0))
     sig = lengths.astype(_U64) + first * mult[0] + last * mult[1]
@@ -303,6 +304,7 @@ def unique_stacks(
         pos = np.arange(len(loc), dtype=idx)
         pos -= np.repeat(starts.astype(idx), lengths)
         powers = np.cumprod(np.full(int(lengths.max()), mult[0], dtype=_U64))
+        key_loc = loc.astype(_U64)  # written to below
         key_loc += np.uint64(1)
         key_loc *= powers[pos]
         h = np.zeros(n, dtype=_U64)

@@ -166,7 +166,10 @@ def _dense(ids: np.ndarray, refs: np.ndarray) -> np.ndarray:
     if int(hi - lo) + 1 == len(ids) and bool((ids[1:] > ids[:-1]).all()):
         # Ids lo, lo + 1, ... in order (Go writes 1..n): the index is the id minus lo.
         r_lo, r_hi = refs.min(), refs.max()
-        out = (refs - lo).astype(_I64)  # uint64 arithmetic: wraps, and refs < lo are marked
+        # One new array, not two ((refs - lo).astype): on a 6 MB profile's 4.8 M location
+        # references each copy is 38 MB. The same bits (int64 arithmetic wraps as uint64's
+        # does); refs below lo or past hi are marked below.
+        out = np.subtract(refs.view(_I64), np.asarray(lo, dtype=_U64).view(_I64))
         if r_lo < lo or r_hi > hi:
             out[(refs < lo) | (refs > hi)] = -1
         return out

@@ -13,7 +13,8 @@ run: $(VENV)/.installed
 test: test-deps $(VENV)/.installed-test
 	$(VENV)/bin/ruff check share tests bench hatch_build.py
 	$(VENV)/bin/ruff format --check share tests bench hatch_build.py
-	$(VENV)/bin/pytest --numprocesses=auto --maxprocesses=4
+	$(VENV)/bin/pytest --numprocesses=auto --maxprocesses=4 -m 'not latency'
+	$(VENV)/bin/pytest -m latency
 
 bench: test-deps $(VENV)/.installed-test
 	$(PY) bench/run.py

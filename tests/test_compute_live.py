@@ -133,6 +133,7 @@ def test_an_amplifying_upload_is_refused_in_time_and_web_workers_stay_flat(
     assert growth < 100, f"a web worker grew by {growth:.0f} MiB"
 
 
+@pytest.mark.latency
 def test_twenty_first_views_compute_once_and_the_index_stays_quick(
     server: dict[str, Any],
 ) -> None:

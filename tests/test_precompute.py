@@ -129,6 +129,7 @@ def test_a_compute_process_takes_waiting_views_before_background_work(
     assert times["reserved"] >= times["waited_for_done"] - 0.1, times
 
 
+@pytest.mark.latency
 def test_a_reservation_gives_way_when_the_process_stays_busy(one_process: ComputePool) -> None:
     pool = one_process
     busy = threading.Thread(target=pool.run, args=({"op": "sleep", "seconds": 1.0},))
@@ -184,6 +185,7 @@ def test_a_first_view_two_seconds_after_an_upload_is_served_from_the_cache(serve
     assert server_ms(view) < 100, view.headers["Server-Timing"]
 
 
+@pytest.mark.latency
 def test_a_burst_of_uploads_leaves_the_index_and_waiting_views_answered(server: str) -> None:
     """Fifty new uploads of 600 KB profiles (each with three views to precompute) while a
     teammate opens the index and asks for views nobody computed yet (a new -nodefraction

@@ -165,6 +165,7 @@ def frozen_store_answers_503(server: str, proc: Any, kind: str, store: str, froz
     assert requests.get(server + "/readyz", timeout=30).status_code == 200
 
 
+@pytest.mark.latency
 def test_frozen_s3_answers_503_then_recovers(server, stores, frozen):
     store = f"s3://{stores.bucket}/p"
     frozen_store_answers_503(server, stores.moto, "blob store", store, frozen)
@@ -191,6 +192,7 @@ def _aws() -> dict[str, str]:
     }
 
 
+@pytest.mark.latency
 def test_frozen_redis_answers_503_then_recovers(server, stores, frozen):
     frozen_store_answers_503(server, stores.redis, "metadata store", stores.redis_url, frozen)
 

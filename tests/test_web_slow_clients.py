@@ -37,6 +37,7 @@ def connect(server: str) -> socket.socket:
     return socket.create_connection((host, int(port)), timeout=10)
 
 
+@pytest.mark.latency
 def test_64_trickling_clients_leave_the_index_quick(server):
     for _ in range(6):  # both workers warm (templates compiled): it is slowness that is measured
         assert requests.get(server + "/", timeout=10).status_code == 200

@@ -20,6 +20,9 @@ from share.store.redis_keys import RedisKeys
 
 from conftest import RedisClusterProcs, make_app, start_redis_cluster, unique_profile
 
+# Each test bounds how soon a server answers (a 503, a dropped client): run alone (make test).
+pytestmark = pytest.mark.latency
+
 OPEN = {"RATE_UPLOADS": "off", "RATE_UPLOAD_BYTES": "off", "RATE_DELETES": "off"}
 STORE_TIMEOUT = 2.0
 FAILOVER_DEADLINE = 20.0  # seconds: node timeout 1 s, detection and election within a few

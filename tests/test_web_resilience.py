@@ -29,6 +29,9 @@ from conftest import (
     unique_profile,
 )
 
+# Each test bounds how soon a server answers (a 503, a dropped client): run alone (make test).
+pytestmark = pytest.mark.latency
+
 TIMEOUT = 1.0  # SHARE_STORE_TIMEOUT of the servers under test
 DEADLINE = TIMEOUT + 2  # the bound for a 503 while a store is frozen
 ACCEPTS = {"text": "*/*", "json": "application/json", "html": "text/html"}
@@ -165,7 +168,6 @@ def frozen_store_answers_503(server: str, proc: Any, kind: str, store: str, froz
     assert requests.get(server + "/readyz", timeout=30).status_code == 200
 
 
-@pytest.mark.latency
 def test_frozen_s3_answers_503_then_recovers(server, stores, frozen):
     store = f"s3://{stores.bucket}/p"
     frozen_store_answers_503(server, stores.moto, "blob store", store, frozen)
@@ -192,7 +194,6 @@ def _aws() -> dict[str, str]:
     }
 
 
-@pytest.mark.latency
 def test_frozen_redis_answers_503_then_recovers(server, stores, frozen):
     frozen_store_answers_503(server, stores.redis, "metadata store", stores.redis_url, frozen)
 

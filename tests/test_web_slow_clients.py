@@ -14,6 +14,9 @@ import requests
 
 from conftest import start_server, stop
 
+# Each test bounds how soon a server answers (a 503, a dropped client): run alone (make test).
+pytestmark = pytest.mark.latency
+
 CLIENT_TIMEOUT = 2.0
 
 
@@ -37,7 +40,6 @@ def connect(server: str) -> socket.socket:
     return socket.create_connection((host, int(port)), timeout=10)
 
 
-@pytest.mark.latency
 def test_64_trickling_clients_leave_the_index_quick(server):
     for _ in range(6):  # both workers warm (templates compiled): it is slowness that is measured
         assert requests.get(server + "/", timeout=10).status_code == 200

@@ -281,8 +281,13 @@ def test_collection_index_contract(index: Any) -> None:
     assert [m.pid for m in index.members(c.id, 150.0, 300.0)] == ["BBBBBBBBBBBBBBBB"]
     assert index.add(forever.id, first, 3) == "added"
     assert index.holders("AAAAAAAAAAAAAAAA") == {c.id, forever.id}
+    again = member("AAAAAAAAAAAAAAAA", 300.0, "a")
+    assert [m.key for m in index.members(c.id)] == [first.key, second.key, again.key]
     assert index.remove_profile(c.id, "AAAAAAAAAAAAAAAA") == 2
     assert index.holders("AAAAAAAAAAAAAAAA") == {forever.id}
+    # The index decoded the removed members before (ParsedMembers): it lists them no more.
+    assert [m.pid for m in index.members(c.id)] == ["BBBBBBBBBBBBBBBB"]
+    assert [m.pid for m in index.members(c.id, 0.0, 1000.0)] == ["BBBBBBBBBBBBBBBB"]
     index.entry_put(c.id, "s|x", {"pid": "DDDDDDDDDDDDDDDD"})
     assert index.entry_get(c.id, "s|x") == {"pid": "DDDDDDDDDDDDDDDD"}
     assert index.entries(c.id) == [{"pid": "DDDDDDDDDDDDDDDD"}]

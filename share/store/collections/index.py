@@ -8,7 +8,7 @@ what makes an add idempotent: the same bytes, labels and time are one member.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal, Protocol
 
 import orjson
@@ -63,14 +63,22 @@ class Member:
 
     @property
     def key(self) -> str:
-        return member_key(self.pid, self.time, self.labels)
+        """member_key, made once (a plan digests the keys of every member it covers)."""
+        known = self.__dict__.get("_key")
+        if known is None:
+            known = self.__dict__["_key"] = member_key(self.pid, self.time, self.labels)
+        return known  # type: ignore[no-any-return]
+
+    def known_key(self, key: str) -> None:
+        """The key the index lists the member under (what member_key made when it was added)."""
+        self.__dict__["_key"] = key
 
     @property
     def series(self) -> str:
         return canonical_labels(self.labels)
 
     def to_json(self) -> bytes:
-        return orjson.dumps(self)
+        return orjson.dumps({name: getattr(self, name) for name in _MEMBER_FIELDS})
 
     @classmethod
     def from_json(cls, text: str | bytes) -> Member:
@@ -81,6 +89,9 @@ class Member:
         """Members from their JSON, decoded as one array: a call per member cost twice as
         much over a 10 000-member timeline."""
         return [cls(**d) for d in orjson.loads(b"[" + b",".join(texts) + b"]")]
+
+
+_MEMBER_FIELDS = tuple(f.name for f in fields(Member))  # not the key made once (Member.key)
 
 
 class CollectionIndex(Protocol):

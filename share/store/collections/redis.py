@@ -11,6 +11,7 @@ import orjson
 from ..redis_client import Lua, RedisConnection
 from ..redis_keys import RedisKeys
 from .index import Added, Collection, Member
+from .parsed import ParsedMembers
 
 _CHUNK = 5000  # fields per HMGET: a 36 000-member hour is eight round trips
 _PARTS = ("record", "members", "data", "entries")
@@ -48,6 +49,7 @@ class RedisCollectionIndex:
     def __init__(self, conn: RedisConnection, keys: RedisKeys) -> None:
         self.conn, self.keys = conn, keys
         self.failures = conn.failures
+        self.parsed = ParsedMembers()
 
     @property
     def client(self) -> Any:
@@ -119,11 +121,14 @@ class RedisCollectionIndex:
         low = "-inf" if start is None else start
         high = "+inf" if end is None else f"({end}"
         keys = self.client.zrangebyscore(self._key(cid, "members"), low, high)
-        found: list[Member] = []
-        for i in range(0, len(keys), _CHUNK):
-            datas = self.client.hmget(self._key(cid, "data"), keys[i : i + _CHUNK])
-            found.extend(Member.many(d for d in datas if d is not None))
-        return found
+
+        def fetch(missing: list[Any]) -> list[bytes | None]:
+            datas: list[bytes | None] = []
+            for i in range(0, len(missing), _CHUNK):
+                datas.extend(self.client.hmget(self._key(cid, "data"), missing[i : i + _CHUNK]))
+            return datas
+
+        return self.parsed.members(cid, keys, fetch, whole=start is None and end is None)
 
     def count(self, cid: str) -> int:
         return int(self.client.zcard(self._key(cid, "members")))
@@ -168,6 +173,7 @@ class RedisCollectionIndex:
         members = self.members(cid)
         keys = self._keys(cid)
         self.conn.durable(keys[0], lambda pipe: pipe.delete(*keys))
+        self.parsed.forget(cid)
         self._index(cid, None)  # after the record: prune finds what is left
         pipe = self.client.pipeline(transaction=False)  # each in its profile's slot
         for pid in {m.pid for m in members}:

@@ -12,6 +12,9 @@ import orjson
 
 from ..sqlite import Pooled, _Connection
 from .index import Added, Collection, Member
+from .parsed import ParsedMembers
+
+_CHUNK = 900  # keys per IN (...): under SQLite's oldest limit of 999 variables
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS collections (
@@ -48,6 +51,7 @@ class SqliteCollectionIndex(Pooled):
         self.failures: tuple[type[Exception], ...] = (sqlite3.Error,)
         self._idle: queue.SimpleQueue[sqlite3.Connection] = queue.SimpleQueue()
         self._pid = os.getpid()
+        self.parsed = ParsedMembers()
 
     def _connect(self) -> sqlite3.Connection:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -106,14 +110,27 @@ class SqliteCollectionIndex(Pooled):
     ) -> list[Member]:
         # Keys start with the time, zero-padded: a range of keys is a range of the primary
         # key (time itself is kept to check it: a key's rounding never admits a member).
-        sql, args = "SELECT data FROM members WHERE cid = ?", [cid]
+        sql, args = "SELECT key FROM members WHERE cid = ?", [cid]
         if start is not None:
             sql, args = sql + " AND key >= ? AND time >= ?", [*args, f"{start - 1:020.6f}", start]
         if end is not None:
             sql, args = sql + " AND key < ? AND time < ?", [*args, f"{end + 1:020.6f}", end]
         with self._borrow() as db:
-            rows = db.execute(sql + " ORDER BY key", args).fetchall()
-        return Member.many(r[0] for r in rows)
+            keys = [r[0] for r in db.execute(sql + " ORDER BY key", args)]
+
+        def fetch(missing: list[Any]) -> list[bytes | None]:
+            found: dict[str, bytes] = {}
+            with self._borrow() as db:
+                for i in range(0, len(missing), _CHUNK):
+                    chunk = missing[i : i + _CHUNK]
+                    marks = ",".join("?" * len(chunk))
+                    found.update(db.execute(
+                        f"SELECT key, data FROM members WHERE cid = ? AND key IN ({marks})",
+                        [cid, *chunk],
+                    ).fetchall())  # fmt: skip
+            return [found.get(k) for k in missing]
+
+        return self.parsed.members(cid, keys, fetch, whole=start is None and end is None)
 
     def count(self, cid: str) -> int:
         with self._borrow() as db:
@@ -159,6 +176,7 @@ class SqliteCollectionIndex(Pooled):
             rows = db.execute("SELECT data FROM members WHERE cid = ?", (cid,)).fetchall()
             for table, column in (("members", "cid"), ("entries", "cid"), ("collections", "id")):
                 db.execute(f"DELETE FROM {table} WHERE {column} = ?", (cid,))
+        self.parsed.forget(cid)
         return [Member.from_json(r[0]) for r in rows]
 
     def expired(self, now: float) -> list[str]:

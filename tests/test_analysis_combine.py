@@ -230,3 +230,17 @@ def test_diff_options_are_canonical(query: dict[str, str], expected: dict) -> No
 def test_bad_diff_options_say_what_is_wrong(query: dict[str, str], message: str) -> None:
     with pytest.raises(options.OptionError, match=message):
         options.parse("flamegraph", query, [("cpu", "nanoseconds")], None)
+
+
+def test_merging_reads_the_outline_not_every_sample_as_upb_objects() -> None:
+    """A merge's columns come from the outline and the columns: the full message (upb objects
+    for every sample, several times the profile's size and not in the warm cache's footprint)
+    is not decoded, and what the columns hold is what the message would have said."""
+    fresh = pprof.parse((CORPUS / LABELS).read_bytes(), max_profile_bytes=1 << 30)
+    columns = combine.from_parsed(fresh)
+    assert fresh._message is None
+    message = fresh.message
+    assert columns.strings == list(message.string_table)
+    assert columns.sample_types == [(t.type, t.unit) for t in message.sample_type]
+    assert (columns.period, columns.time_nanos) == (message.period, message.time_nanos)
+    assert columns.map_start.tolist() == [m.memory_start for m in message.mapping]

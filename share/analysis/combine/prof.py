@@ -117,10 +117,13 @@ _CACHE: weakref.WeakKeyDictionary[Any, Prof] = weakref.WeakKeyDictionary()
 
 
 def from_parsed(parsed: Any) -> Prof:
-    """The columns of a share.pprof.ParsedProfile (cached while it lives, as its Tables)."""
+    """The columns of a share.pprof.ParsedProfile (cached while it lives, as its Tables).
+    Its top level is read from the outline: parsed.message would decode (and keep, beside
+    the columns) upb's objects for every sample, several times the profile's size, which the
+    warm cache's footprint did not count (a fleet's merges ran out of SHARE_ANALYSIS_MEMORY)."""
     found = _CACHE.get(parsed)
     if found is None:
-        found = _CACHE[parsed] = _from_tables(parsed.message, tables(parsed))
+        found = _CACHE[parsed] = _from_tables(parsed.outline, tables(parsed))
     return found
 
 

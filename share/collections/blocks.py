@@ -59,7 +59,7 @@ FILL_WINDOWS = 6  # the last complete windows of each of the smaller resolutions
 BEHIND_FROM = 32
 BEHIND_SECONDS = 60.0
 SUPERSEDED = "x|superseded"  # the entry listing superseded profiles: {"old": [[pid, at, key]]}
-BLOCK_TITLE = "block of collection {cid}: {kind}, {res} s from {t0}"
+BLOCK_TITLE = "block of collection {cid}: {kind}{of}, {res} s from {t0}"
 
 
 def digest(keys: Sequence[str]) -> str:
@@ -234,7 +234,8 @@ class Blocks:
             record = self.holding(entry, want)
             if record is not None:
                 return record.id
-            title = BLOCK_TITLE.format(cid=c.id, kind=kind, res=res, t0=t0)
+            of = f" of {selector}" if selector else ""
+            title = BLOCK_TITLE.format(cid=c.id, kind=kind, of=of, res=res, t0=t0)
             pid = self.merged(c, sub.parts, title, growing)
             plan.built += 1 + sub.built
             plan.extended += sub.extended + (grown is not None)
@@ -392,7 +393,7 @@ class Blocks:
     def _merge_one(self, pids: list[str], title: str, expires: str) -> str:
         if len(pids) == 1:
             return pids[0]
-        data = self.share.merges.merge_ids(pids)
+        data = self.share.merges.merge_ids(pids, what=title)
         upload = self.share.upload(
             data, title=title, expires=expires, precompute=False, derived=True
         )

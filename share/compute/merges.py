@@ -95,13 +95,14 @@ class Merges:
             raise
         return data, "merge of " + ", ".join(names)
 
-    def merge_ids(self, pids: Sequence[str], comment: str = "") -> bytes:
+    def merge_ids(self, pids: Sequence[str], comment: str = "", what: str = "") -> bytes:
         """Stored profiles merged as `go tool pprof -proto` merges them, gzip-compressed: the
         pre-merged blocks and selections of a collection. The caller keeps each merge to at
-        most SHARE_MERGE_MAX_PROFILES parts (merging the merges beyond that)."""
+        most SHARE_MERGE_MAX_PROFILES parts (merging the merges beyond that). what (a block's
+        title) names the merge in the compute log, beside its parts and size."""
         self.check("a merge", len(pids))
         job = {"op": "merge", "parts": list(pids), "comment": comment[:4000],
-               "max_bytes": self.max_bytes, **self._job}  # fmt: skip
+               "max_bytes": self.max_bytes, "name": what[:200], **self._job}  # fmt: skip
         slot = self.compute.merge_slot()
         try:
             if not getattr(self._local, "background", False):

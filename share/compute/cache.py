@@ -53,6 +53,7 @@ class ProfileCache:
     def __init__(self, max_bytes: int) -> None:
         self.max_bytes = max_bytes
         self._items: OrderedDict[str, tuple[Any, int]] = OrderedDict()
+        self.let_go = 0  # bytes evicted since the owner last collected them (worker.py)
 
     def __contains__(self, key: str) -> bool:
         return key in self._items
@@ -83,7 +84,7 @@ class ProfileCache:
             if oldest == keep:
                 self._items.move_to_end(oldest)
                 oldest = next(iter(self._items))
-            del self._items[oldest]
+            self.let_go += self._items.pop(oldest)[1]
 
     def bytes(self) -> int:
         return sum(size for _, size in self._items.values())

@@ -50,6 +50,7 @@ VIEW_GZIP_LEVEL = 6  # paid once per view; level 9 took 3-6x as long for 3-17% f
 LARGE_VIEW_BYTES = 256 << 10
 LARGE_VIEW_GZIP_LEVEL = 3
 PREFETCH_THREADS = 4  # a merge's parts fetched at once from the blob store
+COLLECT_FRACTION = 8  # collect once the cache has let go of 1/8 of its cap: collect_after_jobs
 MERGE_GZIP_LEVEL = 1  # a merge is stored as go tool pprof -proto writes it: gzip BestSpeed
 
 RESERVED_SECONDS = 10  # a reserving caller sends its job at once (one lease away): or it is gone
@@ -247,7 +248,9 @@ class Worker:
         outcome = "ok" if "ok" in reply else f"error {reply['error'][0]}"
         log(f"done {what}: {outcome} in {time.monotonic() - started:.3f} s{self.detail}")
         self._send(reply)
-        gc.collect()  # answered: see collect_after_jobs
+        if self.cache.let_go > self.cache.max_bytes // COLLECT_FRACTION:  # see collect_after_jobs
+            gc.collect()
+            self.cache.let_go = 0
         return True
 
     def _send(self, message: dict[str, Any]) -> None:
@@ -264,8 +267,10 @@ def collect_after_jobs() -> None:
     so one the warm cache lets go is freed only by a full garbage collection, and Python runs
     those by counts of objects, not bytes: a view process that held 512 MiB of warm profiles
     by estimate grew by ~18 MiB per view past it and ran out of SHARE_ANALYSIS_MEMORY
-    (bench/fleet.py). So each job is followed by gc.collect(), after its answer is sent; what
-    the imports made is frozen out of those collections, which then take ~3 ms, not ~13."""
+    (bench/fleet.py). So a job after which the cache has let go of more than 1/COLLECT_FRACTION
+    of its cap since the last collection is followed by gc.collect(), once its answer is sent:
+    a collection takes ~10 ms with 140 fleet members warm (what the imports made is frozen out
+    of it first), too much to follow every job (view processes' CPU per view rose 2.2 -> 18 ms)."""
     gc.collect()
     gc.freeze()
 

@@ -25,7 +25,23 @@ def cpu_seconds(pid: int) -> float:
 
 
 Snapshot = dict[int, tuple[str, float]]
-JOB_LINE = re.compile(r"compute\[\d+\]: done (\w+) ?(\S*?) ?\S*: (ok|error \d+) in ([\d.]+) s")
+JOB_LINE = re.compile(r"compute\[\d+\]: done (.*?): (ok|error \d+) in ([\d.]+) s")
+# A merge's name (share/collections/blocks.py's BLOCK_TITLE, service.py's SELECTION_TITLE).
+BLOCK = re.compile(r"block of collection \S+: \S+?( of .*)?, (\d+) s from \d+")
+
+
+def job_kind(what: str) -> str:
+    """A log line's job as the report groups it: `view flamegraph`, `ingest`, `merge 10 s
+    blocks, labels` (a label selection's), `merge selections` (the ranges views asked for)."""
+    op, _, rest = what.partition(" ")
+    if op == "view":
+        return f"view {rest.split(' ')[0]}"
+    if op != "merge" or not rest:
+        return op
+    block = BLOCK.fullmatch(rest)
+    if block is None:
+        return "merge selections"
+    return f"merge {block[2]} s blocks" + (", labels" if block[1] else "")
 
 
 class JobLog:
@@ -42,8 +58,8 @@ class JobLog:
             with open(log, "rb") as f:
                 f.seek(offset)
                 text = f.read().decode(errors="replace")
-            for op, name, outcome, seconds in JOB_LINE.findall(text):
-                what = f"{op} {name}".strip() + ("" if outcome == "ok" else f" ({outcome})")
+            for name, outcome, seconds in JOB_LINE.findall(text):
+                what = job_kind(name) + ("" if outcome == "ok" else f" ({outcome})")
                 count, total = found.get(what, (0, 0.0))
                 found[what] = (count + 1, total + float(seconds))
         return found

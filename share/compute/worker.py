@@ -269,8 +269,9 @@ def collect_after_jobs() -> None:
     by estimate grew by ~18 MiB per view past it and ran out of SHARE_ANALYSIS_MEMORY
     (bench/fleet.py). So a job after which the cache has let go of more than 1/COLLECT_FRACTION
     of its cap since the last collection is followed by gc.collect(), once its answer is sent:
-    a collection takes ~10 ms with 140 fleet members warm (what the imports made is frozen out
-    of it first), too much to follow every job (view processes' CPU per view rose 2.2 -> 18 ms)."""
+    a collection takes 10-36 ms with a fleet's profiles warm (what the imports made is frozen
+    out of it first), too much to follow every job; so the balanced pair's eight compute
+    processes in bench/fleet.py collected 63 times a minute in all, ~4% of a core."""
     gc.collect()
     gc.freeze()
 

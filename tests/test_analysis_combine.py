@@ -244,3 +244,52 @@ def test_merging_reads_the_outline_not_every_sample_as_upb_objects() -> None:
     assert columns.sample_types == [(t.type, t.unit) for t in message.sample_type]
     assert (columns.period, columns.time_nanos) == (message.period, message.time_nanos)
     assert columns.map_start.tolist() == [m.memory_start for m in message.mapping]
+
+
+# Corpus profiles of many shapes (labels numeric and text, no mappings, inlined frames, negative
+# and extreme values, duplicate strings), each merged with a second compatible profile or itself.
+MERGED_AGAIN = [
+    ("go-runtime/cpu-labels.pb.gz", "go-runtime/cpu-small.pb.gz"),
+    ("go-runtime/heap.pb.gz", "go-runtime/heap-large.pb.gz"),
+    ("edge/label-str-and-num.pb.gz", "edge/label-str-and-num.pb.gz"),
+    ("edge/label-num-zero-no-unit.pb.gz", "edge/label-num-zero-no-unit.pb.gz"),
+    ("edge/duplicate-strings.pb.gz", "edge/duplicate-strings.pb.gz"),
+    ("edge/negative-values.pb.gz", "edge/negative-values.pb.gz"),
+    ("edge/int64-extreme-values.pb.gz", "edge/int64-extreme-values.pb.gz"),
+    ("edge/sample-with-no-locations.pb.gz", "edge/sample-with-no-locations.pb.gz"),
+    ("nodejs/time-labels.pb.gz", "nodejs/time-line-numbers.pb.gz"),
+    ("google-pprof-testdata/go.nomappings.crash", "google-pprof-testdata/go.nomappings.crash"),
+    ("google-pprof-testdata/large.cpu", "google-pprof-testdata/sample.cpu"),
+]
+
+
+def half(path: str, which: int) -> pprof.ParsedProfile:
+    """Every other sample of a profile, its tables whole: as a fleet's members are slices of
+    one binary's profile, whose merges leave strings unused that the next merge uses."""
+    message = profile_pb2.Profile.FromString(gzip.decompress((CORPUS / path).read_bytes()))
+    kept = list(message.sample)[which::2]
+    del message.sample[:]
+    message.sample.extend(kept)
+    return pprof.parse(message.SerializeToString(), max_profile_bytes=1 << 30)
+
+
+@pytest.mark.parametrize(("first", "second"), [*MERGED_AGAIN, ("even", "odd")])
+def test_a_merge_kept_as_columns_merges_as_its_bytes_read_back(first: str, second: str) -> None:
+    """merged_prof is what a merge process keeps of a merge it made (share.compute.worker): its
+    bytes are the merge's, and merging it again gives the bytes that merging those bytes, read
+    back, gives: the columns stand for the stored profile."""
+    if first == "even":  # the merge of one half; the next merge adds the other
+        a = b = half("go-runtime/cpu-large.pb.gz", 0)
+        c = half("go-runtime/cpu-large.pb.gz", 1)
+    else:
+        a, b, c = parsed(first), parsed(second), parsed(first)
+    made = combine.merged_prof([combine.from_parsed(a), combine.from_parsed(b)], "# a block")
+    stored = combine.merged_profile([a, b], "# a block")
+    assert combine.encode(made) == stored
+    read_back = combine.from_parsed(pprof.parse(stored, max_profile_bytes=1 << 30))
+    other = combine.from_parsed(c)
+    for parts in ([made, other], [other, made], [made]):
+        kept = combine.merged_columns(parts, "# the next block")
+        again = [read_back if p is made else p for p in parts]
+        assert kept == combine.merged_columns(again, "# the next block")
+    assert made.origin is None  # it does not hold its parts' tables in memory

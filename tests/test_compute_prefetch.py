@@ -4,6 +4,7 @@ left for the merge to report as any missing profile."""
 
 from __future__ import annotations
 
+import gzip
 import os
 import socket
 from collections.abc import Iterator
@@ -12,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from share.compute.cache import footprint
-from share.compute.worker import Worker
-from share.errors import NotFound
+from share.compute.ingest import profile_id
+from share.compute.worker import MADE, Worker
+from share.errors import NotFound, TooLarge
 from share.store import locate
 
 from conftest import _AWS_ENV, CORPUS, new_bucket
@@ -84,4 +86,41 @@ def test_a_merge_counts_the_columns_it_keeps_warm_against_the_cache_cap(
     worker.merge(merge)
     after = {pid: footprint(worker.cache.get(pid)) for pid in decoded}
     assert all(after[pid] > decoded[pid] for pid in decoded)
-    assert worker.cache.bytes() == sum(after.values())
+    warm = worker.cache.keys()
+    (made,) = [key for key in warm if key.startswith(MADE)]  # the merge's own
+    assert worker.cache.bytes() == sum(after.values()) + worker.cache._items[made][1]
+
+
+def test_a_merge_made_here_is_merged_again_from_its_columns_not_fetched(
+    tmp_path: Path, worker: Worker
+) -> None:
+    """A collection's block is merged into the next larger one by the process that made it:
+    from the columns it kept, without fetching or decoding the stored block (here: gone from
+    the store), into the same bytes as another process merging the stored block."""
+    url = f"file:{tmp_path}/blobs"
+    store = locate.blob_store(url)
+    names = [
+        "go-runtime/cpu-small.pb.gz",
+        "go-runtime/cpu-large.pb.gz",
+        "go-runtime/cpu-labels.pb.gz",
+    ]
+    for i, name in enumerate(names):
+        store.put(f"id{i}", (CORPUS / name).read_bytes())
+
+    def merge(parts: list[str], comment: str) -> dict:  # type: ignore[type-arg]
+        return {**job(url), "op": "merge", "parts": parts, "comment": comment,
+                "max_bytes": 1 << 30, "limits": {}}  # fmt: skip
+
+    block = worker.merge(merge(["id0", "id1"], "# block"))
+    pid = profile_id(gzip.decompress(block))
+    assert MADE + pid in worker.cache
+    store.put(pid, block)
+    other = Worker({"ANALYSIS_CACHE_BYTES": 1 << 30})
+    other.sock = worker.sock
+    expected = gzip.decompress(other.merge(merge([pid, "id2"], "# larger")))
+    assert pid in other.cache  # that one fetched and decoded the block
+    store.delete(pid)
+    assert gzip.decompress(worker.merge(merge([pid, "id2"], "# larger"))) == expected
+    assert pid not in worker.cache  # this one did neither
+    with pytest.raises(TooLarge, match="SHARE_MERGE_MAX_BYTES"):  # its size still counts
+        worker.merge({**merge([pid, "id2"], ""), "max_bytes": len(gzip.decompress(block))})

@@ -47,6 +47,11 @@ def footprint(parsed: Any) -> int:
     return total
 
 
+def columns_footprint(columns: Any) -> int:
+    """What a profile's columns alone (share.analysis.combine.prof.Prof) hold, estimated."""
+    return _arrays_bytes(columns, set()) + 64 * len(columns.strings)
+
+
 class ProfileCache:
     """id -> parsed profile (or any value with a footprint), LRU, at most max_bytes in all."""
 

@@ -39,8 +39,8 @@ from ..pprof import scan
 from ..pprof.inflate import human_size
 from ..store import locate
 from . import protocol
-from .cache import ProfileCache, footprint
-from .ingest import ingest, read_upload
+from .cache import ProfileCache, columns_footprint, footprint
+from .ingest import ingest, profile_id, read_upload
 from .supervisor import INGEST, MERGE
 
 VIEW_GZIP_LEVEL = 6  # paid once per view; level 9 took 3-6x as long for 3-17% fewer bytes
@@ -52,6 +52,11 @@ LARGE_VIEW_GZIP_LEVEL = 3
 PREFETCH_THREADS = 4  # a merge's parts fetched at once from the blob store
 COLLECT_FRACTION = 8  # collect once the cache has let go of 1/8 of its cap: collect_after_jobs
 MERGE_GZIP_LEVEL = 1  # a merge is stored as go tool pprof -proto writes it: gzip BestSpeed
+# The cache key of a merge's output by its profile id: its columns (combine.merged_prof) and
+# size. A collection's blocks are merged into the next larger ones, and into selections, soon
+# after they are made, mostly by the process that made them: there they are neither fetched
+# nor decoded again, and merge as a Merge output merges, faster than the same profile decoded.
+MADE = "made:"
 
 RESERVED_SECONDS = 10  # a reserving caller sends its job at once (one lease away): or it is gone
 
@@ -144,8 +149,15 @@ class Worker:
         max_bytes."""
         limits = pprof.Limits(**job["limits"])
         profiles, total = [], 0
-        fetched = self.prefetch([p for p in job["parts"] if isinstance(p, str)], job)
+        made = {p: self.cache.get(MADE + p) for p in job["parts"] if isinstance(p, str)}
+        fetched = self.prefetch([p for p, kept in made.items() if kept is None], job)
         for part in job["parts"]:
+            if isinstance(part, str) and made[part] is not None:
+                columns, size = made[part]  # merged here before: read as its bytes would be
+                profiles.append(columns)
+                total += size
+                self.check_total(total, job)
+                continue
             if isinstance(part, str):
                 parsed = self.profile(part, job, fetched.pop(part, None))
             else:
@@ -158,20 +170,28 @@ class Worker:
                 except ShareError as exc:
                     raise type(exc)(f"{name}: {exc.message}", exc.code) from None
             total += len(parsed.raw)
-            if total > job["max_bytes"]:
-                raise TooLarge(
-                    f"a merge of {human_size(total)} or more of profiles (decompressed) is over "
-                    f"the limit of {human_size(job['max_bytes'])} (SHARE_MERGE_MAX_BYTES)"
-                )
+            self.check_total(total, job)
             # Only its columns are kept: a file's decoded message and tables go with parsed
             # (a stored profile's stay in the warm cache), so ten large files fit in less.
             profiles.append(combine.from_parsed(parsed))
             if isinstance(part, str):  # its columns stay warm with it: counted against the cap
                 self.cache.resize(part, footprint(parsed))
         self.progress("merging")
-        self.detail = f" ({len(profiles)} parts, {human_size(total)})"  # for the log
-        raw = combine.merged_columns(profiles, job["comment"])
+        reused = sum(kept is not None for kept in made.values())
+        here = f", {reused} made here" if reused else ""
+        self.detail = f" ({len(profiles)} parts{here}, {human_size(total)})"  # for the log
+        merged = combine.merged_prof(profiles, job["comment"])
+        raw = combine.encode(merged)
+        self.cache.put(MADE + profile_id(raw), (merged, len(raw)), columns_footprint(merged))
         return gzip.compress(raw, compresslevel=MERGE_GZIP_LEVEL, mtime=0)
+
+    @staticmethod
+    def check_total(total: int, job: dict[str, Any]) -> None:
+        if total > job["max_bytes"]:
+            raise TooLarge(
+                f"a merge of {human_size(total)} or more of profiles (decompressed) is over "
+                f"the limit of {human_size(job['max_bytes'])} (SHARE_MERGE_MAX_BYTES)"
+            )
 
     def prefetch(self, pids: list[str], job: dict[str, Any]) -> dict[str, bytes]:
         """The stored bytes of the pids not warm here, fetched PREFETCH_THREADS at a time: a

@@ -27,9 +27,9 @@ from typing import Any
 import numpy as np
 
 from ..model.tables import Tables, tables
-from .encode import encode
+from .encode import compact_strings, encode
 from .merge import IncompatibleProfiles, Merged, merge
-from .prof import Prof, from_parsed, sample_hashes, to_tables
+from .prof import Prof, from_parsed, retable, sample_hashes, to_tables
 from .scaling import negate, normalize, scale_profiles, set_label
 
 _I64 = np.int64
@@ -89,11 +89,21 @@ def merged_profile(parsed: Sequence[Any], comment: str = "") -> bytes:
 def merged_columns(profs: Sequence[Prof], comment: str = "") -> bytes:
     """merged_profile of profiles already in columns (from_parsed): a merge of many files
     keeps only their columns, not each decoded message beside them."""
+    return encode(merged_prof(profs, comment))
+
+
+def merged_prof(profs: Sequence[Prof], comment: str = "") -> Prof:
+    """The columns of merged_columns' profile as from_parsed reads them back from its bytes:
+    a merge of it gives the same bytes as a merge of those (its string table is the one
+    encode writes), and it holds none of its parts' tables (no origin). A merge process keeps
+    it for the merges its output goes into (a collection's block into the next larger one:
+    share.compute.worker), which then neither fetch nor decode it."""
     prof = _merge_all(profs, "the profiles cannot be merged").prof
     if comment:
         strings = [*prof.strings, comment.encode()]
         prof = replace(prof, strings=strings, comments=[*prof.comments, len(strings) - 1])
-    return encode(prof)
+    used, index = compact_strings(prof)
+    return replace(retable(prof, index, used), origin=None)
 
 
 _COMPACT: weakref.WeakKeyDictionary[Any, Prof] = weakref.WeakKeyDictionary()

@@ -125,7 +125,7 @@ def _field(tag: int, x: int) -> bytes:
 
 def encode(p: Prof) -> bytes:
     """The profile as protobuf bytes (not compressed)."""
-    used, index = _compact(p)
+    used, index = compact_strings(p)
     n = p.n_samples
     lab = p.labels
     unit = np.where(lab.unit >= 0, index[np.maximum(lab.unit, 0)], 0)
@@ -215,7 +215,7 @@ def encode(p: Prof) -> bytes:
     )
 
 
-def _compact(p: Prof) -> tuple[list[bytes], np.ndarray]:
+def compact_strings(p: Prof) -> tuple[list[bytes], np.ndarray]:
     """The strings the profile uses ("" first, then in table order) and each index's new one."""
     lab = p.labels
     refs = [

@@ -76,10 +76,24 @@ def test_an_open_selection_is_extended_with_the_members_added_since(client: Any)
     grown = selection(client, cid)
     assert grown["members"] == 5 and grown["extended"] == 1 and grown["parts"] == 3
     assert top(client, f"/c/{cid}/top") == plain_merge_top(client, pids)
-    # A member earlier than those the selection (and every block) holds: merged anew.
+    # A member earlier than those the selection holds, added after them (a fleet's adds
+    # arrive out of time order): extended too, merged after them, the same values.
     pids.append(add(client, cid, token, "early", base + 0.5))
+    late = selection(client, cid)
+    assert late["members"] == 6 and late["extended"] == 1 and late["parts"] == 2
+    assert top(client, f"/c/{cid}/top") == plain_merge_top(client, pids)
+    # One indexed after the selection (and its block) were merged but stamped as added before
+    # them (adds racing): what they hold is no longer known, so they are merged anew.
+    collections = client.application.extensions["collections"]
+    first_added = min(m.added_at for m in collections.index.members(cid))
+    raced = add(client, cid, token, "raced", base + 0.7)
+    (member,) = [m for m in collections.index.members(cid) if m.pid == raced]
+    collections.index.remove(cid, [member.key])
+    member.added_at = first_added - 0.001
+    collections.index.add(cid, member, 100)
+    pids.append(raced)
     whole = selection(client, cid)
-    assert whole["members"] == 6 and whole["extended"] == 0
+    assert whole["members"] == 7 and whole["extended"] == 0
     assert top(client, f"/c/{cid}/top") == plain_merge_top(client, pids)
 
 
@@ -94,10 +108,35 @@ def test_a_block_still_filling_is_extended_and_answers_as_a_plain_merge(client: 
     grown = selection(client, cid, **query)
     assert grown["extended"] >= 1, grown
     assert top(client, f"/c/{cid}/top", **query) == plain_merge_top(client, pids)
-    # One into the middle of what the block holds: the block is merged anew from its parts.
+    # One into the middle of what the block holds, added last: the block is extended too.
     pids.append(add(client, cid, token, "middle", t0 + 2.5))
     middle = selection(client, cid, **query)
-    assert middle["extended"] == 0 and middle["built"] >= 1
+    assert middle["extended"] >= 1 and middle["built"] >= 1
+    assert top(client, f"/c/{cid}/top", **query) == plain_merge_top(client, pids)
+
+
+def test_a_block_built_while_a_view_waited_is_extended_not_merged_anew(
+    client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A view that found no block (another one was building it) and waited for the block's
+    lease extends what it finds there, rather than merging every member it found before."""
+    cid, token = create(client)
+    t0 = (int(time.time()) // 60 - 30) * 60
+    query = {"from": str(t0), "to": str(t0 + 10)}  # one 10 s window: a block of members
+    pids = [add(client, cid, token, f"wait{i}", t0 + 1 + i) for i in range(3)]
+    assert selection(client, cid, **query)["built"] == 1
+    pids += [add(client, cid, token, f"wait{i}", t0 + 1 + i) for i in range(3, 5)]
+    found_before = []
+    real = blocks_module.Blocks.extension
+
+    def before_the_wait_nothing(self: Any, entry: Any, members: Any) -> Any:
+        found_before.append(len(members))
+        return None if len(found_before) == 1 else real(self, entry, members)
+
+    monkeypatch.setattr(blocks_module.Blocks, "extension", before_the_wait_nothing)
+    grown = selection(client, cid, **query)
+    assert found_before[0] == found_before[-1] == 5  # before the lease, and under it
+    assert grown["extended"] == 1 and grown["members"] == 5
     assert top(client, f"/c/{cid}/top", **query) == plain_merge_top(client, pids)
 
 

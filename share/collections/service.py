@@ -21,7 +21,7 @@ from ..errors import Forbidden, Gone, NotFound, ShareError, TooLarge
 from ..pprof import StripSpec
 from ..store.collections.index import Collection, CollectionIndex, Member
 from . import selection as sel
-from .blocks import Blocks, Plan, digest
+from .blocks import Blocks, Plan, digest, latest_add
 from .warming import Warming
 
 ID_LENGTH = 12  # base64url characters: 72 random bits
@@ -130,9 +130,12 @@ class Collections:
         r = upload.record
         if at is None:
             at = r.metadata.get("time_nanos", 0) / 1e9 or now
+        # added_at: when it is indexed, not when its upload began, so that an entry merged
+        # from the members added up to a time holds every one added before (Blocks.lacks).
         member = Member(
             pid=r.id, time=round(at, 6), labels=labels, kind=r.metadata.get("kind", "unknown"),
-            added_at=now, sample_types=r.sample_types, totals=r.metadata.get("totals", []),
+            added_at=self.share.clock(), sample_types=r.sample_types,
+            totals=r.metadata.get("totals", []),
             duration_nanos=r.metadata.get("duration_nanos", 0), owned=upload.created,
         )  # fmt: skip
         outcome = self.index.add(cid, member, self.max_members)
@@ -334,6 +337,7 @@ class Collections:
                 pid = self.blocks.merged(c, grown, title, growing=True)
             if pid is not None:
                 value = {"pid": pid, "digest": want, "members": len(members)}
+                value["upto"] = latest_add(members)
                 value["at"] = self.share.clock()  # since when it is behind, once members join
                 self.blocks.replace(c.id, key, entry, {**value, "own": len(plan.parts) > 1})
         return pid, plan

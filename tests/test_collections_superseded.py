@@ -12,7 +12,7 @@ from typing import Any
 
 from test_collections_blocks import OPEN, add, create, plain_merge_top, selection, top
 
-from share.collections import blocks as blocks_module
+from share.collections import superseded as superseded_module
 
 from conftest import make_app
 
@@ -23,7 +23,7 @@ def fleet(backend: dict[str, Any]) -> tuple[Any, Any, list[float], float]:
     share = app.extensions["share"]
     now = [time.time()]
     share.clock = lambda: now[0]
-    grace = blocks_module.GRACE_TIMES * float(share.settings["ANALYSIS_SECONDS"])
+    grace = superseded_module.GRACE_TIMES * float(share.settings["ANALYSIS_SECONDS"])
     return app.test_client(), share, now, grace
 
 

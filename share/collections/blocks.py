@@ -11,24 +11,20 @@ no merge has more than a few dozen parts; merges of more than SHARE_MERGE_MAX_PR
 are merged in chunks, then merged again.
 
 Blocks grow as a fleet adds: the window that is filling now changes with every add, and its
-block is not merged again from its parts but extended, when the members it holds are the first
-ones of the window now (a digest of their keys says so) and no more than a few merges' worth
-are new: the new block is the old one merged with the new members (extension()). So a fleet's
+block is not merged again from its parts but extended, when the members it holds are those
+added up to its last one, or the first ones of the window in time order (a digest of their
+keys says which), and no more than a few merges' worth are new: the new block is the old one
+merged with the new members (extension(), lacks()). So a fleet's
 adds cost each member one merge per level a view asks for, not one per view.
 
 Blocks are kept per kind and label selector (the whole collection when the selector is empty,
 one series when it names one) as ordinary stored profiles, indexed as collection entries with
-the digest of the member keys they hold: a member added late into a window, or pruned from it,
-changes the digest, and the block is built again when next needed. Building holds a lease on
+the digest of the member keys they hold: a member pruned from a window, or indexed after a
+block was merged though stamped as added before it, changes the digest, and the block is built
+again when next needed. Building holds a lease on
 the block's key, so instances build each block once (the view cache's single flight).
 
-What a growing entry named before is superseded when the entry moves on (replace()): at a
-fleet's rate a full-size merged profile every few seconds. It is listed in the collection's
-SUPERSEDED entry and removed once a grace has passed (GRACE_TIMES x SHARE_ANALYSIS_SECONDS:
-any view or merge that found it before has read it by then), at the next replacement or
-sweep (the warm-up's), unless it is in use again; whatever is not removed so expires with its
-hour. Only a profile merged for the entry is superseded with it, not a part it named as is
-(a smaller block, a member), which other entries may still name.
+What a growing entry named before is superseded when the entry moves on (superseded.py).
 """
 
 from __future__ import annotations
@@ -41,16 +37,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core import Share
-from ..errors import ShareError
 from ..store.collections.index import Collection, CollectionIndex, Member
 from ..store.meta import Record
 from . import sidebyside
+from .superseded import GROWING_SECONDS, Superseded
 
 RESOLUTIONS = (10, 60, 600, 3600, 86400)
 EXTEND_MOST = 4  # merges' worth (SHARE_MERGE_MAX_PROFILES) of new members a block is extended by
-GROWING_SECONDS = 3600  # the most a block or selection of a window still filling is kept
 SETTLED_AFTER = 300  # a window that ended this long ago takes no more members, as a rule
-GRACE_TIMES = 4  # SHARE_ANALYSIS_SECONDS a superseded block or selection is kept for readers
 FILLED_AFTER = 5  # seconds past a window's end before the warm-up builds it: adds arrive late
 FILL_WINDOWS = 6  # the last complete windows of each of the smaller resolutions it builds
 # A view whose plan names a growing block (or open selection) that BEHIND_FROM or more members
@@ -58,7 +52,6 @@ FILL_WINDOWS = 6  # the last complete windows of each of the smaller resolutions
 # adds/s every view would wait for seconds of merges (bench/fleet.py: 16 s with one viewer).
 BEHIND_FROM = 32
 BEHIND_SECONDS = 60.0
-SUPERSEDED = "x|superseded"  # the entry listing superseded profiles: {"old": [[pid, at, key]]}
 BLOCK_TITLE = "block of collection {cid}: {kind}{of}, {res} s from {t0}"
 
 
@@ -97,7 +90,8 @@ class Blocks:
         # A view that finds a block (or selection) being merged waits for it as long as for
         # one analysis, not the lease's usual wait: a busy fleet's merges queue for a while.
         self.wait = float(share.settings["ANALYSIS_SECONDS"])
-        self.grace = GRACE_TIMES * self.wait
+        self.superseded = Superseded(share, index, self.wait)
+        self.grace = self.superseded.grace
 
     # --- covering a range ---------------------------------------------------------------
     def plan(
@@ -345,61 +339,14 @@ class Blocks:
         seconds = self.share.expiry_seconds(self.expires(c))
         self.share.meta.extend_expiry(record.id, None if seconds is None else now + seconds)
 
-    # --- superseded ---------------------------------------------------------------------
+    # --- superseded (superseded.py) -----------------------------------------------------
     def replace(
         self, cid: str, key: str, before: dict[str, Any] | None, value: dict[str, Any]
     ) -> None:
-        """Put entry key (a block, an open selection; under its lease) in place of before.
-        The profile before named is superseded when it was merged for it ("own": not a part
-        named as is, which other entries may name) and value names another."""
-        self.index.entry_put(cid, key, value)
-        if before is not None and before.get("own") and before.get("pid") != value["pid"]:
-            self.supersede(cid, [[before["pid"], self.share.clock(), key]])
+        self.superseded.replace(cid, key, before, value)
 
     def sweep(self, cid: str) -> int:
-        """Remove the collection's superseded profiles whose grace has passed; how many."""
-        return self.supersede(cid, [])
-
-    def supersede(self, cid: str, new: list[list[Any]]) -> int:
-        """List new superseded profiles ([pid, when, entry key]) in the SUPERSEDED entry and
-        remove those listed whose grace has passed; how many were removed. Best effort: one
-        left (a busy lease, a store error, two instances' lists crossing) expires with its
-        hour."""
-        now = self.share.clock()
-        try:
-            listed = (self.index.entry_get(cid, SUPERSEDED) or {}).get("old", [])
-            if not new and all(at + self.grace > now for _, at, _ in listed):
-                return 0
-            with self.share.leases.hold(
-                f"collection:{cid}:{SUPERSEDED}", "the collection's superseded profiles", self.wait
-            ):
-                listed = (self.index.entry_get(cid, SUPERSEDED) or {}).get("old", []) + new
-                due = [old for old in listed if old[1] + self.grace <= now]
-                kept = [old for old in listed if old[1] + self.grace > now]
-                self.index.entry_put(cid, SUPERSEDED, {"old": kept})
-        except ShareError:
-            return 0
-        return sum(self._drop(cid, pid, key) for pid, _, key in due)
-
-    def _drop(self, cid: str, pid: str, key: str) -> int:
-        """Remove a superseded profile from both stores unless it is in use again: named by
-        the entry that superseded it, a member of a collection, or kept longer than a
-        growing profile is (stored again since, or settled)."""
-        try:
-            with self.share.leases.hold(pid, f"profile {pid}", self.wait):  # as uploads take it
-                record = self.share.meta.load(pid)
-                if record is None or record.expires_at is None:
-                    return 0
-                if record.expires_at - record.created_at > GROWING_SECONDS + 1:
-                    return 0
-                if (self.index.entry_get(cid, key) or {}).get("pid") == pid:
-                    return 0
-                if self.index.holders(pid) or not self.share.meta.delete(pid):
-                    return 0
-                self.share.blobs.delete(pid)
-                return 1
-        except ShareError:
-            return 0
+        return self.superseded.sweep(cid)
 
     # --- merging ------------------------------------------------------------------------
     def merged(self, c: Collection, parts: list[str], title: str, growing: bool = False) -> str:

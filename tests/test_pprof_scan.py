@@ -357,3 +357,17 @@ def test_the_message_is_decoded_only_when_asked_for() -> None:
     assert p._message is None  # the upload's job never needs it
     assert p.message == FULL["Profile"].FromString(BASE)
     assert p.message is p.message
+
+
+def test_labels_are_read_by_the_compiled_core_as_it_parses() -> None:
+    """The analysis takes every label (sample, key, str, num, unit) from the pass that parsed
+    the file instead of walking the samples' bytes again (half of a heap profile's columns
+    in a collection's merges); the two readings are compared on every corpus file above."""
+    parsed = pprof.parse((CORPUS / "go-runtime/heap.pb.gz").read_bytes(), max_profile_bytes=LIMIT)
+    assert parsed.labels is not None and len(parsed.labels[0]) > 0
+    assert tables(parsed).labels() is parsed.labels
+    sample, key, _, num, unit = parsed.labels
+    assert np.all(np.diff(sample) >= 0) and sample[-1] < parsed.n_samples
+    strings = parsed.strings
+    assert {strings[k] for k in key} == {"bytes"} and np.all(num > 0)
+    assert {strings[u] for u in unit} <= {"", "bytes"}

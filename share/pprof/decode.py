@@ -76,6 +76,14 @@ def _ids(items: Iterable[Any], n: int) -> np.ndarray:
     return np.fromiter(map(attrgetter("id"), items), _U64, count=n)
 
 
+def _labels(a: dict[str, np.ndarray]) -> tuple[np.ndarray, ...]:
+    """The compiled core's labels as Tables.labels gives them: (sample, key, str, num, unit).
+    Without a key in any of them they are none at all, as Tables reads them (an empty Label
+    is nothing to Go either)."""
+    names = ("label_sample", "label_key", "label_str", "label_num", "label_unit")
+    return tuple(a[name].view(_I64) for name in names)
+
+
 @dataclass
 class Columns:
     """Flat arrays over the whole profile, for rules.py. The string indices may hold extras
@@ -96,6 +104,9 @@ class Columns:
     defined_locations: np.ndarray  # Location.id of each location (uint64), as Go reads it
     defined_functions: np.ndarray  # Function.id of each function
     defined_mappings: np.ndarray  # Mapping.id of each mapping
+    # Every label as (sample, key, str, num, num_unit) in file order, exactly as Go reads it:
+    # from the compiled core only (a singular field given twice leaves the file to Python).
+    labels: tuple[np.ndarray, ...] | None = None
 
     @classmethod
     def scanned(cls, raw: bytes, limits: Limits = NO_LIMITS) -> Columns | None:
@@ -125,6 +136,7 @@ class Columns:
             defined_locations=a["loc_id"],
             defined_functions=a["function_id"],
             defined_mappings=a["mapping_id"],
+            labels=_labels(a) if counts["label_keys"] else (np.zeros(0, _I64),) * 5,
         )
 
     @classmethod

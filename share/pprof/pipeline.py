@@ -48,6 +48,9 @@ class ParsedProfile:
     _message: Any = field(default=None, repr=False)  # see message
     _unknown: bool = field(default=False, repr=False)  # raw holds fields Go skips
     converted_from: str | None = None  # the format raw was converted from ("perf script")
+    # Every label as (sample, key, str, num, num_unit) when the compiled core read them (else
+    # the analysis decodes them from the outline's samples when it needs them).
+    labels: tuple[np.ndarray, ...] | None = field(default=None, repr=False)
 
     @property
     def message(self) -> Any:
@@ -143,4 +146,5 @@ def parse(data: bytes, *, max_profile_bytes: int, limits: Limits = NO_LIMITS) ->
         values=tables.values.reshape(len(outline.sample), len(outline.sample_type)),
         _message=message,
         _unknown=tables.has_unknown,
+        labels=tables.labels,
     )

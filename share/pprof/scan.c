@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PPS_VERSION 2
+#define PPS_VERSION 3
 
 /* counts[] */
 enum {
@@ -34,6 +34,8 @@ enum {
     O_LABEL_KEY,       /* [labels] each Label's key (0 when absent, as Go reads it) */
     O_LABEL_STR,       /* [labels] */
     O_LABEL_UNIT,      /* [labels] num_unit */
+    O_LABEL_NUM,       /* [labels] num (as uint64) */
+    O_LABEL_SAMPLE,    /* [labels] the sample (its index in the file) the label belongs to */
     O_LOC_ID,          /* [locations] Location.id */
     O_LINE_FUNCTION,   /* [lines] Line.function_id */
     O_FUNCTION_ID,     /* [functions] */
@@ -247,6 +249,8 @@ static int label(state *s, cursor c) {
         OUT(s, O_LABEL_KEY)[i] = v[1];
         OUT(s, O_LABEL_STR)[i] = v[2];
         OUT(s, O_LABEL_UNIT)[i] = v[4];
+        OUT(s, O_LABEL_NUM)[i] = v[3];
+        OUT(s, O_LABEL_SAMPLE)[i] = (uint64_t)s->n[C_SAMPLES]; /* counted once it ends */
     }
     return OK;
 }

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-VERSION = 2  # scan.c's PPS_VERSION: a library built from another scan.c is not used
+VERSION = 3  # scan.c's PPS_VERSION: a library built from another scan.c is not used
 LIBRARY = "_scan" + (sysconfig.get_config_var("SHLIB_SUFFIX") or ".so")
 
 # scan.c's counts[] and outs[], in its order.
@@ -43,6 +43,8 @@ OUTS = (
     ("label_key", "labels", 1),
     ("label_str", "labels", 1),
     ("label_unit", "labels", 1),
+    ("label_num", "labels", 1),
+    ("label_sample", "labels", 1),
     ("loc_id", "locations", 1),
     ("line_function", "lines", 1),
     ("function_id", "functions", 1),

@@ -287,4 +287,5 @@ def _build_tables(parsed: Any) -> Tables:
         drop_frames=s(_scalar(msg.drop_frames)),
         keep_frames=s(_scalar(msg.keep_frames)),
         outline=msg,
+        _labels=getattr(parsed, "labels", None),  # read by the compiled core as it parsed
     )

@@ -51,6 +51,7 @@ class ParsedProfile:
     # Every label as (sample, key, str, num, num_unit) when the compiled core read them (else
     # the analysis decodes them from the outline's samples when it needs them).
     labels: tuple[np.ndarray, ...] | None = field(default=None, repr=False)
+    elements: Any = field(default=None, repr=False)  # decode.Elements, as labels
 
     @property
     def message(self) -> Any:
@@ -147,4 +148,5 @@ def parse(data: bytes, *, max_profile_bytes: int, limits: Limits = NO_LIMITS) ->
         _message=message,
         _unknown=tables.has_unknown,
         labels=tables.labels,
+        elements=tables.elements,
     )

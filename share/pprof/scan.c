@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PPS_VERSION 3
+#define PPS_VERSION 4
 
 /* counts[] */
 enum {
@@ -42,6 +42,12 @@ enum {
     O_FUNCTION_NAMES,  /* [3 * functions]: name, system_name, filename of each */
     O_MAPPING_ID,      /* [mappings] */
     O_MAPPING_NAMES,   /* [2 * mappings]: filename, build_id of each */
+    O_LOC_MAPPING,     /* [locations] Location.mapping_id */
+    O_LOC_ADDRESS,     /* [locations] */
+    O_LOC_FOLDED,      /* [locations] is_folded */
+    O_LOC_LINES,       /* [locations] how many lines it has */
+    O_LINE_NO,         /* [lines] Line.line (as uint64) */
+    O_FUNCTION_START,  /* [functions] start_line (as uint64) */
     O_OUTS
 };
 
@@ -325,14 +331,13 @@ static int mapping(state *s, cursor c) {
 
 static int line(state *s, cursor c) {
     uint32_t seen = 0;
-    uint64_t function_id = 0;
+    uint64_t v[3] = {0};
     field f;
     while (c.p < c.end) {
         int rc = next(&c, &f);
         if (!rc && f.num <= 2) {
             rc = singular(&f, &seen);
-            if (f.num == 1)
-                function_id = f.value;
+            v[f.num] = f.value;
         } else if (!rc) {
             rc = f.num == 3 ? extra(s, &f) : unknown(s);
         }
@@ -340,14 +345,17 @@ static int line(state *s, cursor c) {
             return rc;
     }
     int64_t i = s->n[C_LINES]++;
-    if (s->out)
-        OUT(s, O_LINE_FUNCTION)[i] = function_id;
+    if (s->out) {
+        OUT(s, O_LINE_FUNCTION)[i] = v[1];
+        OUT(s, O_LINE_NO)[i] = v[2];
+    }
     return OK;
 }
 
 static int location(state *s, cursor c) {
     uint32_t seen = 0;
-    uint64_t id = 0;
+    uint64_t v[6] = {0};
+    int64_t lines = s->n[C_LINES];
     field f;
     while (c.p < c.end) {
         int rc = next(&c, &f);
@@ -361,12 +369,17 @@ static int location(state *s, cursor c) {
             rc = unknown(s);
         if (rc)
             return rc;
-        if (f.num == 1)
-            id = f.value;
+        if (f.num <= 5 && f.num != 4)
+            v[f.num] = f.value;
     }
     int64_t i = s->n[C_LOCATIONS]++;
-    if (s->out)
-        OUT(s, O_LOC_ID)[i] = id;
+    if (s->out) {
+        OUT(s, O_LOC_ID)[i] = v[1];
+        OUT(s, O_LOC_MAPPING)[i] = v[2];
+        OUT(s, O_LOC_ADDRESS)[i] = v[3];
+        OUT(s, O_LOC_FOLDED)[i] = v[5];
+        OUT(s, O_LOC_LINES)[i] = (uint64_t)(s->n[C_LINES] - lines);
+    }
     return OK;
 }
 
@@ -378,6 +391,7 @@ static int function(state *s, cursor c) {
     int64_t i = s->n[C_FUNCTIONS]++;
     if (s->out) {
         OUT(s, O_FUNCTION_ID)[i] = v[1];
+        OUT(s, O_FUNCTION_START)[i] = v[5];
         for (int k = 0; k < 3; k++)
             OUT(s, O_FUNCTION_NAMES)[3 * i + k] = v[2 + k];
     }

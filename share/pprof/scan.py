@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-VERSION = 3  # scan.c's PPS_VERSION: a library built from another scan.c is not used
+VERSION = 4  # scan.c's PPS_VERSION: a library built from another scan.c is not used
 LIBRARY = "_scan" + (sysconfig.get_config_var("SHLIB_SUFFIX") or ".so")
 
 # scan.c's counts[] and outs[], in its order.
@@ -51,6 +51,12 @@ OUTS = (
     ("function_names", "functions", 3),
     ("mapping_id", "mappings", 1),
     ("mapping_names", "mappings", 2),
+    ("loc_mapping", "locations", 1),
+    ("loc_address", "locations", 1),
+    ("loc_folded", "locations", 1),
+    ("loc_lines", "locations", 1),
+    ("line_no", "lines", 1),
+    ("function_start", "functions", 1),
 )
 # scan.c's reasons for leaving a file to Python (pps_scan's return value), for tests.
 REASONS = (

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ...pprof import columns as pc
-from ...pprof.decode import message_of
+from ...pprof.decode import Elements, message_of
 from ...pprof.schema import LABELS_ALL
 from ..measure.text import Header
 from .names import demangled_names
@@ -185,6 +185,35 @@ def _dense(ids: np.ndarray, refs: np.ndarray) -> np.ndarray:
     return np.where(sorted_ids[pos] == refs, order[pos], -1).astype(_I64)
 
 
+def _elements(parsed: Any) -> Elements:
+    """The locations', lines' and functions' fields, walked from their encoded bytes (a file
+    the compiled core left to the pure-Python path, or a build without it)."""
+    stored = _stored_payloads(parsed)
+    lbuf = pc.joined(stored.location) if stored else pc.serialize(parsed.message.location)
+    lf = pc.fields(lbuf)
+    n_loc = len(lbuf)
+    line_rows = lf.select(4)
+    line_buf = pc.sub_buffer(lbuf, line_rows.start, line_rows.end)
+    line_fields = pc.fields(line_buf)
+    n_lines = len(line_rows.msg)
+    fbuf = pc.joined(stored.function) if stored else pc.serialize(parsed.message.function)
+    ff = pc.fields(fbuf)
+    n_func = len(fbuf)
+    names = [pc.last_value(ff, k, n_func) for k in (2, 3, 4)]
+    return Elements(
+        loc_id=pc.last_value(lf, 1, n_loc),
+        loc_mapping=pc.last_value(lf, 2, n_loc),
+        loc_address=pc.last_value(lf, 3, n_loc),
+        loc_folded=pc.last_value(lf, 5, n_loc),
+        loc_lines=np.bincount(line_rows.msg, minlength=n_loc),
+        line_function=pc.last_value(line_fields, 1, n_lines),
+        line_no=pc.last_value(line_fields, 2, n_lines),
+        function_id=pc.last_value(ff, 1, n_func),
+        function_names=np.stack(names, axis=1) if n_func else np.zeros((0, 3), dtype=_U64),
+        function_start=pc.last_value(ff, 5, n_func),
+    )
+
+
 def _stored_payloads(parsed: Any) -> Any:
     """The profile's locations and functions as encoded, one bytes object each, read as Go reads
     them (the outline's; reading fields off them saves serializing every one again)."""
@@ -228,28 +257,17 @@ def _build_tables(parsed: Any) -> Tables:
         map_key.append(key)
     first = msg.mapping[0] if len(msg.mapping) else None
 
-    # Locations and their lines.
-    stored = _stored_payloads(parsed)
-    lbuf = pc.joined(stored.location) if stored else pc.serialize(parsed.message.location)
-    lf = pc.fields(lbuf)
-    n_loc = len(lbuf)
-    loc_ids = pc.last_value(lf, 1, n_loc)
-    loc_mapping = _dense(np.array(map_ids, dtype=_U64), pc.last_value(lf, 2, n_loc))
-    line_rows = lf.select(4)
-    line_buf = pc.sub_buffer(lbuf, line_rows.start, line_rows.end)
-    line_fields = pc.fields(line_buf)
-    n_lines = len(line_rows.msg)
-    line_off = pc.offsets(np.bincount(line_rows.msg, minlength=n_loc))
-
-    # Functions.
-    fbuf = pc.joined(stored.function) if stored else pc.serialize(parsed.message.function)
-    ff = pc.fields(fbuf)
-    n_func = len(fbuf)
-    func_ids = pc.last_value(ff, 1, n_func)
+    # Locations, their lines, functions: as the compiled core read them, else walked here.
+    el = getattr(parsed, "elements", None) or _elements(parsed)
+    loc_ids = el.loc_id
+    loc_mapping = _dense(np.array(map_ids, dtype=_U64), el.loc_mapping)
+    line_off = pc.offsets(el.loc_lines)
+    func_ids = el.function_id
+    n_func = len(func_ids)
     padded = strings + [""]  # an index outside the table reads as "" (pprof's getString)
     cols, indices = [], []
-    for k in (2, 3, 4):
-        idx = pc.last_value(ff, k, n_func).view(_I64)
+    for k in range(3):
+        idx = el.function_names[:, k].view(_I64)
         idx = np.where((idx >= 0) & (idx < len(strings)), idx, len(strings))
         cols.append([padded[i] for i in idx.tolist()])
         indices.append(idx)
@@ -263,15 +281,15 @@ def _build_tables(parsed: Any) -> Tables:
         stack_loc=_dense(loc_ids, stack_ids),
         stack_off=stack_off,
         loc_mapping=loc_mapping,
-        loc_address=pc.last_value(lf, 3, n_loc),
-        loc_folded=pc.last_value(lf, 5, n_loc) != 0,
-        line_func=_dense(func_ids, pc.last_value(line_fields, 1, n_lines)),
-        line_no=pc.last_value(line_fields, 2, n_lines).view(_I64),
+        loc_address=el.loc_address,
+        loc_folded=el.loc_folded != 0,
+        line_func=_dense(func_ids, el.line_function),
+        line_no=el.line_no.view(_I64),
         line_off=line_off,
         func_name=demangled_names(names, systems),
         func_names=(names, systems, files),
         func_strings=np.stack(indices, axis=1) if n_func else np.zeros((0, 3), dtype=_I64),
-        func_start=pc.last_value(ff, 5, n_func).view(_I64).tolist(),
+        func_start=el.function_start.view(_I64).tolist(),
         map_start=map_start,
         map_file=map_file,
         map_key=map_key,

@@ -16,6 +16,7 @@ from share.analysis.model import keys
 from share.analysis.model.graph import graph
 from share.analysis.model.tables import tables
 from share.analysis.views import options, views
+from share.pprof import scan
 from share.pprof._proto import profile_pb2
 
 from conftest import CORPUS
@@ -191,6 +192,23 @@ def test_first_occurrence_is_exact_even_when_every_hash_collides() -> None:
     for hashes in (None, np.zeros(5, dtype=np.uint64)):
         group, first = keys.first_occurrence((tokens, off), hashes=hashes)
         assert (group.tolist(), first.tolist()) == expected
+
+
+def test_merge_keys_hash_and_group_alike_with_and_without_the_compiled_core(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """keys takes scan.c's hash and equality passes when it was built: the same bits as the
+    numpy path's, so a merge groups the same keys either way."""
+    rng = np.random.default_rng(7)
+    lengths = rng.integers(0, 6, 2000)
+    off = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    tokens = rng.integers(-3, 5, int(off[-1])).astype(np.int64)  # many equal keys
+    compiled = keys._hashes(tokens, off), keys.first_occurrence((tokens, off))
+    monkeypatch.setattr(scan, "LIB", None)
+    plain = keys._hashes(tokens, off), keys.first_occurrence((tokens, off))
+    assert np.array_equal(compiled[0], plain[0])
+    assert all(np.array_equal(a, b) for a, b in zip(compiled[1], plain[1], strict=True))
+    assert len(plain[1][1]) < 1500  # keys did meet
 
 
 @pytest.mark.parametrize(

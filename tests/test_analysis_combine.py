@@ -211,6 +211,18 @@ def test_merge_keys_hash_and_group_alike_with_and_without_the_compiled_core(
     assert len(plain[1][1]) < 1500  # keys did meet
 
 
+@pytest.mark.parametrize("size", [1, 7, 300, 70_000])
+def test_first_order_is_the_same_with_and_without_the_compiled_core(
+    size: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    values = np.random.default_rng(size).integers(0, size, 5000).astype(np.int64)
+    compiled = keys.first_order(values, size)
+    assert scan.first_order(np.array([0, size], dtype=np.int64), size) is None  # out of range
+    monkeypatch.setattr(scan, "LIB", None)
+    assert compiled.tolist() == keys.first_order(values, size).tolist()
+    assert compiled.tolist() == list(dict.fromkeys(values.tolist()))
+
+
 @pytest.mark.parametrize(
     ("query", "expected"),
     [

@@ -95,6 +95,8 @@ def _load(path: Path) -> ctypes.CDLL | None:
     lib.pps_stack_hashes.argtypes = [pointer, pointer, size, word, word, pointer]
     lib.pps_same_stacks.restype = ctypes.c_int
     lib.pps_same_stacks.argtypes = [pointer, pointer, size, pointer]
+    lib.pps_first_order.restype = ctypes.c_int64
+    lib.pps_first_order.argtypes = [pointer, size, size, pointer, pointer]
     lib.pps_group_sums.restype = None
     lib.pps_group_sums.argtypes = [pointer, pointer, pointer, size, size, pointer]
     return lib
@@ -199,3 +201,17 @@ def group_sums(values: np.ndarray, owners: np.ndarray, starts: np.ndarray) -> np
     LIB.pps_group_sums(values.ctypes.data, owners.ctypes.data, starts.ctypes.data, len(starts),
                        len(owners), out.ctypes.data)  # fmt: skip
     return out
+
+
+def first_order(values: np.ndarray, size: int) -> np.ndarray | None:
+    """The distinct values of int64 values in [0, size), in order of first occurrence
+    (scan.c's one pass); None without the library, for other integer kinds, or when a value
+    lies outside [0, size)."""
+    values64 = _int64(values)
+    if LIB is None or values64 is None:
+        return None
+    seen = np.empty(max(size, 1), dtype=np.uint8)
+    out = np.empty(min(len(values64), max(size, 0)), dtype=np.int64)
+    count = LIB.pps_first_order(values64.ctypes.data, len(values64), size, seen.ctypes.data,
+                                out.ctypes.data)  # fmt: skip
+    return out[:count] if count >= 0 else None

@@ -125,6 +125,9 @@ def first_order(values: np.ndarray, size: int) -> np.ndarray:
     values = np.asarray(values, dtype=_I64)
     if not len(values):
         return np.zeros(0, dtype=_I64)
+    fast = scan.first_order(values, size)
+    if fast is not None:
+        return fast
     key = values.astype(np.uint16) if size <= 1 << 16 else values
     order = np.argsort(key, kind="stable")  # a radix sort for 16-bit keys
     sorted_values = values[order]

@@ -25,6 +25,7 @@ from google.protobuf.unknown_fields import UnknownFieldSet
 
 from ..errors import BadProfile
 from . import scan
+from .elements import Elements, scanned_labels
 from .inflate import human_size
 from .limits import NO_LIMITS, Limits
 from .schema import ALL, FULL, LABELS_ALL, LABELS_SHALLOW, OUTLINE, SHALLOW
@@ -74,47 +75,6 @@ def _one_each(payloads: Sequence[bytes], tag: int, found: int) -> bool:
 
 def _ids(items: Iterable[Any], n: int) -> np.ndarray:
     return np.fromiter(map(attrgetter("id"), items), _U64, count=n)
-
-
-@dataclass
-class Elements:
-    """Every location, line and function field the analysis reads, as the compiled core read
-    them in its one pass (each singular field once: Go's reading), so the tables need not
-    walk their bytes again. uint64, in file order."""
-
-    loc_id: np.ndarray
-    loc_mapping: np.ndarray
-    loc_address: np.ndarray
-    loc_folded: np.ndarray
-    loc_lines: np.ndarray  # how many lines each location has, its lines in order after them
-    line_function: np.ndarray
-    line_no: np.ndarray
-    function_id: np.ndarray
-    function_names: np.ndarray  # [n, 3]: name, system_name, filename string indices
-    function_start: np.ndarray
-
-    @classmethod
-    def scanned(cls, a: dict[str, np.ndarray]) -> Elements:
-        return cls(
-            loc_id=a["loc_id"],
-            loc_mapping=a["loc_mapping"],
-            loc_address=a["loc_address"],
-            loc_folded=a["loc_folded"],
-            loc_lines=a["loc_lines"],
-            line_function=a["line_function"],
-            line_no=a["line_no"],
-            function_id=a["function_id"],
-            function_names=a["function_names"].reshape(-1, 3),
-            function_start=a["function_start"],
-        )
-
-
-def _labels(a: dict[str, np.ndarray]) -> tuple[np.ndarray, ...]:
-    """The compiled core's labels as Tables.labels gives them: (sample, key, str, num, unit).
-    Without a key in any of them they are none at all, as Tables reads them (an empty Label
-    is nothing to Go either)."""
-    names = ("label_sample", "label_key", "label_str", "label_num", "label_unit")
-    return tuple(a[name].view(_I64) for name in names)
 
 
 @dataclass
@@ -170,7 +130,7 @@ class Columns:
             defined_locations=a["loc_id"],
             defined_functions=a["function_id"],
             defined_mappings=a["mapping_id"],
-            labels=_labels(a) if counts["label_keys"] else (np.zeros(0, _I64),) * 5,
+            labels=scanned_labels(a) if counts["label_keys"] else (np.zeros(0, _I64),) * 5,
             elements=Elements.scanned(a),
         )
 

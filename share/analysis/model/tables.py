@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 
 from ...pprof import columns as pc
-from ...pprof.decode import Elements, message_of
+from ...pprof.decode import message_of
+from ...pprof.elements import Elements
 from ...pprof.schema import LABELS_ALL
 from ..measure.text import Header
 from .names import demangled_names

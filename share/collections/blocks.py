@@ -14,15 +14,15 @@ Blocks grow as a fleet adds: the window that is filling now changes with every a
 block is not merged again from its parts but extended, when the members it holds are those
 added up to its last one, or the first ones of the window in time order (a digest of their
 keys says which), and no more than a few merges' worth are new: the new block is the old one
-merged with the new members (extension(), lacks()). So a fleet's
-adds cost each member one merge per level a view asks for, not one per view.
+merged with the new members (extension(), lacks()). So a fleet's adds cost each member one
+merge per level a view asks for, not one per view.
 
 Blocks are kept per kind and label selector (the whole collection when the selector is empty,
 one series when it names one) as ordinary stored profiles, indexed as collection entries with
 the digest of the member keys they hold: a member pruned from a window, or indexed after a
 block was merged though stamped as added before it, changes the digest, and the block is built
-again when next needed. Building holds a lease on
-the block's key, so instances build each block once (the view cache's single flight).
+again when next needed. Building holds a lease on the block's key, so instances build each
+block once (the view cache's single flight).
 
 What a growing entry named before is superseded when the entry moves on (superseded.py).
 """
@@ -271,8 +271,8 @@ class Blocks:
 
     def behind(self, entry: dict[str, Any] | None, members: list[Member]) -> int:
         """How many of members the entry's recent profile lacks when a view may be answered
-        with it (it holds the first ones, BEHIND_FROM or more joined since, it was made at most
-        BEHIND_SECONDS ago); else 0."""
+        with it (it holds all the others (lacks()), BEHIND_FROM or more joined since, it was
+        made at most BEHIND_SECONDS ago); else 0."""
         new = self.lacks(entry, members)
         if new is None or len(new) < BEHIND_FROM:
             return 0
@@ -283,12 +283,12 @@ class Blocks:
     def lacks(self, entry: dict[str, Any] | None, members: list[Member]) -> list[Member] | None:
         """The members (in time order) that the entry's live profile lacks, when it holds
         exactly the others; else None. It holds those added up to its `upto` (the latest add
-        it merged), or else its first `members` in time order. A fleet's adds
-        arrive out of time order, a few ms apart: held as the first ones in time order, the
-        window a view or warm-up found filling was merged anew from all its members, and again
-        at every level above it, where this extends it (bench/fleet.py: most merges of 10 s
-        blocks were of 30-100 members, not a few new ones). A member added late is then merged
-        after later ones: the same samples and values as in time order, in another order."""
+        it merged), or else its first `members` in time order. A fleet's adds arrive out of
+        time order, a few ms apart: held as the first ones in time order, the window a view or
+        warm-up found filling was merged anew from all its members, and again at every level
+        above it, where this extends it (bench/fleet.py: most merges of 10 s blocks were of
+        30-100 members, not a few new ones). A member added late is then merged after later
+        ones: the same samples and values as in time order, in another order."""
         if entry is None:
             return None
         held = int(entry.get("members", 0))

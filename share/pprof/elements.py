@@ -6,7 +6,7 @@ times as much that way). Only files the compiled core reads carry them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 
@@ -32,18 +32,10 @@ class Elements:
 
     @classmethod
     def scanned(cls, a: dict[str, np.ndarray]) -> Elements:
-        return cls(
-            loc_id=a["loc_id"],
-            loc_mapping=a["loc_mapping"],
-            loc_address=a["loc_address"],
-            loc_folded=a["loc_folded"],
-            loc_lines=a["loc_lines"],
-            line_function=a["line_function"],
-            line_no=a["line_no"],
-            function_id=a["function_id"],
-            function_names=a["function_names"].reshape(-1, 3),
-            function_start=a["function_start"],
-        )
+        """From scan.fill's arrays, which scan.OUTS names as these fields are named."""
+        found = {f.name: a[f.name] for f in fields(cls)}
+        found["function_names"] = found["function_names"].reshape(-1, 3)
+        return cls(**found)
 
 
 def scanned_labels(a: dict[str, np.ndarray]) -> tuple[np.ndarray, ...]:

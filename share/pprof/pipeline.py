@@ -51,7 +51,7 @@ class ParsedProfile:
     # Every label as (sample, key, str, num, num_unit) when the compiled core read them (else
     # the analysis decodes them from the outline's samples when it needs them).
     labels: tuple[np.ndarray, ...] | None = field(default=None, repr=False)
-    elements: Any = field(default=None, repr=False)  # decode.Elements, as labels
+    elements: Any = field(default=None, repr=False)  # elements.Elements, as labels
 
     @property
     def message(self) -> Any:

@@ -10,7 +10,13 @@ from typing import Any, NamedTuple
 
 from test_collections_blocks import OPEN, add, create, plain_merge_top, selection, top
 
-from share.collections.blocks import BEHIND_FROM, BEHIND_SECONDS
+from share.collections.blocks import (
+    BEHIND_DUTY,
+    BEHIND_FEW,
+    BEHIND_FROM,
+    BEHIND_SECONDS,
+    Blocks,
+)
 from share.collections.selection import Selection
 
 from conftest import make_app
@@ -85,6 +91,45 @@ def test_few_new_members_or_an_old_merge_are_merged_in_before_the_answer(
     assert top(client, f"/c/{cid}/top") == plain_merge_top(client, pids)
 
 
+def test_a_costly_merge_is_not_made_again_for_a_few_members_until_it_has_served_a_while(
+    backend: dict[str, Any], monkeypatch: Any
+) -> None:
+    """An open selection whose merge took a second (as a fleet's whole collection does) is
+    answered behind for BEHIND_DUTY seconds once BEHIND_FEW join it, then merged with them;
+    one add alone is merged in at once."""
+    app, client, now, cid, token = on_a_clock(backend)
+    base = (int(now[0]) // 60 - 1) * 60
+    merged_as = Blocks.merged
+
+    def slow_merge(self: Blocks, c: Any, parts: list[str], *args: Any, **kwargs: Any) -> str:
+        now[0] += 1.0 if len(parts) > 1 else 0.0  # a merge takes a second on the app's clock
+        return merged_as(self, c, parts, *args, **kwargs)
+
+    monkeypatch.setattr(Blocks, "merged", slow_merge)
+    first = [add(client, cid, token, f"dear{i}", base + 1 + i * 0.01) for i in range(2)]
+    merged = selection(client, cid)
+    assert merged["members"] == 2 and merged["pending"] == 0
+    one = [add(client, cid, token, "dj-one", base + 2)]  # someone's add: merged in at once
+    merged = selection(client, cid)
+    assert merged["members"] == 3 and merged["pending"] == 0
+    joined = one + [
+        add(client, cid, token, f"dj{i}", base + 3 + i * 0.01) for i in range(BEHIND_FEW)
+    ]
+
+    now[0] += BEHIND_DUTY - 0.5  # asked BEHIND_DUTY - 0.5 s after it was made
+    behind = selection(client, cid)
+    assert behind["profile"] == merged["profile"] and behind["built"] == 0
+    assert behind["members"] == 3 and behind["pending"] == BEHIND_FEW
+    assert top(client, f"/c/{cid}/top") == plain_merge_top(client, first + one)
+
+    # It has served its while (BEHIND_DUTY times its merge's second), well within
+    # BEHIND_SECONDS: merged in before the answer.
+    now[0] += 1.0
+    whole = selection(client, cid)
+    assert whole["members"] == 3 + BEHIND_FEW and whole["pending"] == 0 and whole["extended"]
+    assert top(client, f"/c/{cid}/top") == plain_merge_top(client, first + joined)
+
+
 def test_a_range_over_a_growing_block_many_joined_is_answered_with_the_block_so_far(
     backend: dict[str, Any],
 ) -> None:
@@ -144,3 +189,34 @@ def test_wait_merges_the_pending_members_in_and_a_base_says_what_it_lacks(
 
     r = client.get(f"/api/v1/collections/{cid}/selection", query_string={"wait": "soon"})
     assert r.status_code == 400 and b"wait='soon'" in r.data
+
+
+def test_a_fleets_window_filling_now_is_left_pending_not_merged_by_each_view(
+    backend: dict[str, Any],
+) -> None:
+    """BEHIND_FROM members in the 10 s window filling now, never merged: a view of a range
+    over it and an earlier window is answered with the earlier one, these pending (the warm-up
+    merges the window once it is complete); a range of that window alone merges it."""
+    _, client, now, cid, token = on_a_clock(backend)
+    t0 = int(now[0]) // 60 * 60
+    now[0] = t0 + 25.0
+    earlier = [add(client, cid, token, f"early{i}", t0 + 1 + i * 0.01) for i in range(2)]
+    filling = [
+        add(client, cid, token, f"filling{i}", t0 + 20 + i * 0.01) for i in range(BEHIND_FROM)
+    ]
+    query = {"from": str(t0), "to": str(t0 + 30)}
+    behind = selection(client, cid, **query)
+    assert behind["members"] == 2 and behind["pending"] == BEHIND_FROM
+    assert top(client, f"/c/{cid}/top", **query) == plain_merge_top(client, earlier)
+    waited = selection(client, cid, wait="1", **query)
+    assert waited["members"] == 2 + BEHIND_FROM and waited["pending"] == 0
+
+    alone = {"from": str(t0 + 40), "to": str(t0 + 50)}
+    late = [add(client, cid, token, f"only{i}", t0 + 41 + i * 0.01) for i in range(BEHIND_FROM)]
+    now[0] = t0 + 45.0
+    whole = selection(client, cid, **alone)
+    assert whole["members"] == BEHIND_FROM and whole["pending"] == 0
+    assert top(client, f"/c/{cid}/top", **alone) == plain_merge_top(client, late)
+    assert top(client, f"/c/{cid}/top", wait="1", **query) == plain_merge_top(
+        client, earlier + filling
+    )

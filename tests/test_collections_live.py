@@ -64,7 +64,7 @@ def test_two_instances_add_to_one_collection_at_once(pair: tuple[str, str]) -> N
         headers={"Accept": "application/json"}, timeout=60,
     ).json()["id"]  # fmt: skip
     expected = requests.get(f"{b}/{merged}/top", timeout=60).text
-    for server in (a, b):
-        r = requests.get(f"{server}/c/{cid}/top", timeout=60)
+    for server in (a, b):  # every member merged in (a view may otherwise be answered behind)
+        r = requests.get(f"{server}/c/{cid}/top", params={"wait": "1"}, timeout=60)
         assert r.status_code == 200 and int(r.headers["X-Collection-Blocks"]) >= 1
         assert r.text == expected

@@ -52,6 +52,15 @@ FILL_WINDOWS = 6  # the last complete windows of each of the smaller resolutions
 # adds/s every view would wait for seconds of merges (bench/fleet.py: 16 s with one viewer).
 BEHIND_FROM = 32
 BEHIND_SECONDS = 60.0
+# Nor is a costly merge made again for a few new members as often as views come: an entry
+# whose merge took COSTLY_MERGE seconds or more is served behind for BEHIND_DUTY times as long
+# after it was made (at most BEHIND_SECONDS), so the merges that keep one growing entry fresh
+# take at most a tenth of a core however many views ask. On the fleet bench the warm-up merged
+# the collection's default selection (0.8 s) every 2-3 s, and views re-merged growing blocks.
+# A few new members (fewer than BEHIND_FEW: someone's add, a CI job's) are merged in at once.
+COSTLY_MERGE = 0.5
+BEHIND_DUTY = 10
+BEHIND_FEW = 4
 BLOCK_TITLE = "block of collection {cid}: {kind}{of}, {res} s from {t0}"
 
 
@@ -124,6 +133,8 @@ class Blocks:
         if found or not (behind and width > 1):
             plan.parts, plan.blocks, plan.pending = [], 0, 0
             self._cover(c, selector, kind, members, times, lo, hi, top_level, plan)
+        if behind and plan.pending and not plan.parts:  # nothing merged to answer with
+            return self.plan(c, selector, kind, members, start, end)
         plan.members -= plan.pending
         return plan
 
@@ -178,8 +189,10 @@ class Blocks:
             if j - i == 1:
                 plan.parts.append(members[i].pid)
             elif j > i:
-                plan.parts.append(self._block(c, selector, kind, members, times, level, t0, plan))
-                plan.blocks += 1
+                pid = self._block(c, selector, kind, members, times, level, t0, plan)
+                if pid:  # else left pending (or a dry run's)
+                    plan.parts.append(pid)
+                    plan.blocks += 1
         self._cover(c, selector, kind, members, times, last, hi, level - 1, plan)
 
     # --- one block ----------------------------------------------------------------------
@@ -211,6 +224,17 @@ class Blocks:
             if late:
                 plan.pending += late
                 return entry["pid"]  # type: ignore[index]
+            if (
+                entry is None
+                and level == 0
+                and j - i >= BEHIND_FROM
+                and t0 + res + FILLED_AFTER > self.share.clock()
+            ):
+                # A fleet's 10 s window filling now: merged once it is complete (fill()),
+                # not by every view meanwhile (then by the next as more joined, and again);
+                # the view is answered with the rest, these pending, unless it is all.
+                plan.pending += j - i
+                return ""
         # Its parts first, each under a lease of its own: a lease is held for one merge only,
         # never while smaller blocks are built (others wait on it at most that long).
         sub = Plan([], j - i, 0, dry=plan.dry)
@@ -242,12 +266,15 @@ class Blocks:
                 grown = sub.parts = fresher
             of = f" of {selector}" if selector else ""
             title = BLOCK_TITLE.format(cid=c.id, kind=kind, of=of, res=res, t0=t0)
+            began = self.share.clock()
             pid = self.merged(c, sub.parts, title, growing)
+            took = self.share.clock() - began
             plan.built += 1 + sub.built
             plan.extended += sub.extended + (grown is not None)
             value = {"pid": pid, "digest": want, "members": j - i, "own": len(sub.parts) > 1}
             value["upto"] = latest_add(members[i:j])
             value["at"] = self.share.clock()  # since when it is behind, once members join
+            value["took"] = round(took, 3)  # what merging it again would cost (behind())
             self.replace(c.id, key, entry, value)
             return pid
 
@@ -271,14 +298,19 @@ class Blocks:
 
     def behind(self, entry: dict[str, Any] | None, members: list[Member]) -> int:
         """How many of members the entry's recent profile lacks when a view may be answered
-        with it (it holds all the others (lacks()), BEHIND_FROM or more joined since, it was
-        made at most BEHIND_SECONDS ago); else 0."""
+        with it (it holds all the others (lacks()), it was made at most BEHIND_SECONDS ago,
+        and BEHIND_FROM or more joined since, or BEHIND_FEW or more and its merge was costly
+        and is recent for its cost (BEHIND_DUTY)); else 0."""
         new = self.lacks(entry, members)
-        if new is None or len(new) < BEHIND_FROM:
+        if not new:
             return 0
         assert entry is not None
-        recent = float(entry.get("at", 0)) >= self.share.clock() - BEHIND_SECONDS
-        return len(new) if recent else 0
+        age = self.share.clock() - float(entry.get("at", 0))
+        if age > BEHIND_SECONDS:
+            return 0
+        took = float(entry.get("took", 0))
+        costly = took >= COSTLY_MERGE and age < BEHIND_DUTY * took and len(new) >= BEHIND_FEW
+        return len(new) if len(new) >= BEHIND_FROM or costly else 0
 
     def lacks(self, entry: dict[str, Any] | None, members: list[Member]) -> list[Member] | None:
         """The members (in time order) that the entry's live profile lacks, when it holds

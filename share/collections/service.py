@@ -320,6 +320,7 @@ class Collections:
             return entry["pid"], Plan([entry["pid"]], held, 1, pending=late)  # type: ignore[index]
         grown = self.blocks.extension(entry, members)
         pid: str | None = None
+        began = self.share.clock()
         if grown is None:  # merged from blocks, under their leases, before this one's
             pid, plan = self._planned(c, s, selector, kind, members, behind)
             if plan.pending:  # some of its blocks are behind: not what the entry holds
@@ -339,6 +340,7 @@ class Collections:
                 value = {"pid": pid, "digest": want, "members": len(members)}
                 value["upto"] = latest_add(members)
                 value["at"] = self.share.clock()  # since when it is behind, once members join
+                value["took"] = round(value["at"] - began, 3)  # its cost (blocks.behind())
                 self.blocks.replace(c.id, key, entry, {**value, "own": len(plan.parts) > 1})
         return pid, plan
 

@@ -88,8 +88,10 @@ class Warming:
         c = self.collections.load(cid)
         members = self.collections.members(c, sel.Selection())
         for kind in sorted({m.kind for m in members}):
-            pid, _ = self.collections.merged(c, sel.Selection(kind=kind), kind)
-            if pid is not None:  # the page's first views of it, as after an upload
+            # As a view would: a costly merge of it is made again only once it has been
+            # served a while (blocks.BEHIND_DUTY), its new members meanwhile pending.
+            pid, plan = self.collections.merged(c, sel.Selection(kind=kind), kind, behind=True)
+            if pid is not None and not plan.pending:  # the page's first views, as after upload
                 r = self.share.record(pid)
                 self.share.precompute.later(pid, r.sample_types, r.default_sample_type)
             self.collections.blocks.fill(c, kind, [m for m in members if m.kind == kind])

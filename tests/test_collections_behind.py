@@ -10,13 +10,8 @@ from typing import Any, NamedTuple
 
 from test_collections_blocks import OPEN, add, create, plain_merge_top, selection, top
 
-from share.collections.blocks import (
-    BEHIND_DUTY,
-    BEHIND_FEW,
-    BEHIND_FROM,
-    BEHIND_SECONDS,
-    Blocks,
-)
+from share.collections.behind import BEHIND_DUTY, BEHIND_FEW, BEHIND_FROM, BEHIND_SECONDS
+from share.collections.blocks import Blocks
 from share.collections.selection import Selection
 
 from conftest import make_app

@@ -14,7 +14,7 @@ import requests
 from test_collections_browser import add, create, settled
 from test_web_viewer_browser import shot
 
-from share.collections.blocks import BEHIND_FROM
+from share.collections.behind import BEHIND_FROM
 
 from conftest import local_server, unique_profile
 

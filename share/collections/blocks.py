@@ -40,6 +40,7 @@ from ..core import Share
 from ..store.collections.index import Collection, CollectionIndex, Member
 from ..store.meta import Record
 from . import sidebyside
+from .behind import BEHIND_FROM, served_behind
 from .superseded import GROWING_SECONDS, Superseded
 
 RESOLUTIONS = (10, 60, 600, 3600, 86400)
@@ -47,20 +48,6 @@ EXTEND_MOST = 4  # merges' worth (SHARE_MERGE_MAX_PROFILES) of new members a blo
 SETTLED_AFTER = 300  # a window that ended this long ago takes no more members, as a rule
 FILLED_AFTER = 5  # seconds past a window's end before the warm-up builds it: adds arrive late
 FILL_WINDOWS = 6  # the last complete windows of each of the smaller resolutions it builds
-# A view whose plan names a growing block (or open selection) that BEHIND_FROM or more members
-# joined since its merge, at most BEHIND_SECONDS old, gets that merge and Plan.pending: at 20
-# adds/s every view would wait for seconds of merges (bench/fleet.py: 16 s with one viewer).
-BEHIND_FROM = 32
-BEHIND_SECONDS = 60.0
-# Nor is a costly merge made again for a few new members as often as views come: an entry
-# whose merge took COSTLY_MERGE seconds or more is served behind for BEHIND_DUTY times as long
-# after it was made (at most BEHIND_SECONDS), so the merges that keep one growing entry fresh
-# take at most a tenth of a core however many views ask. On the fleet bench the warm-up merged
-# the collection's default selection (0.8 s) every 2-3 s, and views re-merged growing blocks.
-# A few new members (fewer than BEHIND_FEW: someone's add, a CI job's) are merged in at once.
-COSTLY_MERGE = 0.5
-BEHIND_DUTY = 10
-BEHIND_FEW = 4
 BLOCK_TITLE = "block of collection {cid}: {kind}{of}, {res} s from {t0}"
 
 
@@ -298,19 +285,11 @@ class Blocks:
 
     def behind(self, entry: dict[str, Any] | None, members: list[Member]) -> int:
         """How many of members the entry's recent profile lacks when a view may be answered
-        with it (it holds all the others (lacks()), it was made at most BEHIND_SECONDS ago,
-        and BEHIND_FROM or more joined since, or BEHIND_FEW or more and its merge was costly
-        and is recent for its cost (BEHIND_DUTY)); else 0."""
+        with it (it holds all the others (lacks()), and behind.served_behind says so); else 0."""
         new = self.lacks(entry, members)
-        if not new:
+        if not new or entry is None:
             return 0
-        assert entry is not None
-        age = self.share.clock() - float(entry.get("at", 0))
-        if age > BEHIND_SECONDS:
-            return 0
-        took = float(entry.get("took", 0))
-        costly = took >= COSTLY_MERGE and age < BEHIND_DUTY * took and len(new) >= BEHIND_FEW
-        return len(new) if len(new) >= BEHIND_FROM or costly else 0
+        return len(new) if served_behind(entry, len(new), self.share.clock()) else 0
 
     def lacks(self, entry: dict[str, Any] | None, members: list[Member]) -> list[Member] | None:
         """The members (in time order) that the entry's live profile lacks, when it holds

@@ -228,7 +228,7 @@ def has_base(args: Mapping[str, str]) -> bool:
 
 def waits(args: Mapping[str, str]) -> bool:
     """`wait=1`: every member selected is merged in before the answer, none left pending
-    (blocks.BEHIND_FROM); `wait=0`, or none, lets recent times be answered behind."""
+    (behind.BEHIND_FROM); `wait=0`, or none, lets recent times be answered behind."""
     text = (args.get("wait") or "").strip().lower()
     if text in ("", "0", "false", "no"):
         return False

@@ -240,7 +240,7 @@ class Collections:
         A member whose profile is gone (deleted with its own token, lost by the store) is
         dropped from the collection, and the selection merged again without it. behind: an
         open selection, or a growing block of a range, may be used without its newest members
-        (Plan.pending; blocks.BEHIND_FROM), as views are; the warm-up merges them in."""
+        (Plan.pending; behind.BEHIND_FROM), as views are; the warm-up merges them in."""
         try:
             return self._merged(c, s, kind, behind)
         except ShareError as exc:  # the compute tier's NotFound arrives as a ShareError
@@ -272,7 +272,7 @@ class Collections:
         behind: bool = False,
     ) -> tuple[str | None, Plan]:
         """The selection merged from the blocks and loose members that cover it (behind:
-        growing ones may be served behind, blocks.BEHIND_FROM)."""
+        growing ones may be served behind, behind.BEHIND_FROM)."""
         plan = self.blocks.plan(c, selector, kind, members, s.start, s.end, behind)
         if not plan.parts:
             return None, plan

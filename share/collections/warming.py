@@ -89,7 +89,7 @@ class Warming:
         members = self.collections.members(c, sel.Selection())
         for kind in sorted({m.kind for m in members}):
             # As a view would: a costly merge of it is made again only once it has been
-            # served a while (blocks.BEHIND_DUTY), its new members meanwhile pending.
+            # served a while (behind.BEHIND_DUTY), its new members meanwhile pending.
             pid, plan = self.collections.merged(c, sel.Selection(kind=kind), kind, behind=True)
             if pid is not None and not plan.pending:  # the page's first views, as after upload
                 r = self.share.record(pid)

@@ -1,0 +1,36 @@
+"""When a view is answered behind: with a growing entry's last merge (a block of a window still
+filling, an open selection), the members that joined since pending (Plan.pending), rather than
+after merging them in. A fleet's adds would otherwise make every view wait for merges.
+
+Two rules, either enough, for an entry made at most BEHIND_SECONDS ago:
+- BEHIND_FROM or more members joined since it (at 20 adds/s every view would wait for seconds
+  of merges: bench/fleet.py, 16 s with one viewer);
+- BEHIND_FEW or more joined and its merge was costly (COSTLY_MERGE seconds or more) and is
+  recent for its cost (less than BEHIND_DUTY times as long ago): the merges that keep one
+  growing entry fresh then take at most about a tenth of a core however many views ask (on the
+  fleet bench the warm-up merged the whole collection's default selection, 0.8 s, every 2-3 s,
+  and views re-merged growing blocks). Fewer new members (someone's add, a CI job's) are
+  merged in at once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+BEHIND_FROM = 32
+BEHIND_SECONDS = 60.0
+COSTLY_MERGE = 0.5
+BEHIND_DUTY = 10
+BEHIND_FEW = 4
+
+
+def served_behind(entry: dict[str, Any], new: int, now: float) -> bool:
+    """Whether a view may be answered with the entry's profile, new members lacking from it.
+    The entry's `at` is when it was made, `took` how long its merge took (both on the share's
+    clock)."""
+    age = now - float(entry.get("at", 0))
+    if new < 1 or age > BEHIND_SECONDS:
+        return False
+    took = float(entry.get("took", 0))
+    costly = took >= COSTLY_MERGE and age < BEHIND_DUTY * took and new >= BEHIND_FEW
+    return new >= BEHIND_FROM or costly

@@ -12,7 +12,6 @@ from test_collections_blocks import OPEN, add, create, plain_merge_top, selectio
 
 from share.collections.behind import BEHIND_DUTY, BEHIND_FEW, BEHIND_FROM, BEHIND_SECONDS
 from share.collections.blocks import Blocks
-from share.collections.selection import Selection
 
 from conftest import make_app
 
@@ -58,10 +57,10 @@ def test_a_view_of_an_open_selection_many_joined_is_answered_as_merged_so_far(
     assert r.headers["X-Collection-Profile"].endswith(merged["profile"])
     assert top(client, f"/c/{cid}/top") == plain_merge_top(client, first)  # what it says it is
 
-    # The warm-up (its merge of the default selection) merges them in.
+    # The warm-up (its merge of the default selection) merges them in: its last merge was cheap.
     c = collections.load(cid)
-    kind = behind["kind"]
-    collections.merged(c, Selection(kind=kind), kind)
+    _, warmed = collections.refreshed(c, behind["kind"])
+    assert warmed.pending == 0 and warmed.members == 2 + BEHIND_FROM
     caught_up = selection(client, cid)
     assert caught_up["members"] == 2 + BEHIND_FROM and caught_up["pending"] == 0
     assert "X-Collection-Pending" not in client.get(f"/api/v1/collections/{cid}/top").headers
@@ -116,6 +115,9 @@ def test_a_costly_merge_is_not_made_again_for_a_few_members_until_it_has_served_
     assert behind["profile"] == merged["profile"] and behind["built"] == 0
     assert behind["members"] == 3 and behind["pending"] == BEHIND_FEW
     assert top(client, f"/c/{cid}/top") == plain_merge_top(client, first + one)
+    collections = app.extensions["collections"]
+    pid, warmed = collections.refreshed(collections.load(cid), behind["kind"])  # nor the warm-up
+    assert pid == merged["profile"] and warmed.pending == BEHIND_FEW
 
     # It has served its while (BEHIND_DUTY times its merge's second), well within
     # BEHIND_SECONDS: merged in before the answer.

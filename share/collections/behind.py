@@ -31,6 +31,13 @@ def served_behind(entry: dict[str, Any], new: int, now: float) -> bool:
     age = now - float(entry.get("at", 0))
     if new < 1 or age > BEHIND_SECONDS:
         return False
+    return new >= BEHIND_FROM or too_soon(entry, new, now)
+
+
+def too_soon(entry: dict[str, Any], new: int, now: float) -> bool:
+    """The costly-merge rule alone: whether merging the entry again with new members now would
+    come too soon for what its merge cost (the warm-up's rule: no one waits for it)."""
+    age = now - float(entry.get("at", 0))
     took = float(entry.get("took", 0))
-    costly = took >= COSTLY_MERGE and age < BEHIND_DUTY * took and new >= BEHIND_FEW
-    return new >= BEHIND_FROM or costly
+    recent = age <= BEHIND_SECONDS and age < BEHIND_DUTY * took
+    return new >= BEHIND_FEW and took >= COSTLY_MERGE and recent

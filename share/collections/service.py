@@ -21,6 +21,7 @@ from ..errors import Forbidden, Gone, NotFound, ShareError, TooLarge
 from ..pprof import StripSpec
 from ..store.collections.index import Collection, CollectionIndex, Member
 from . import selection as sel
+from .behind import too_soon
 from .blocks import Blocks, Plan, digest, latest_add
 from .warming import Warming
 
@@ -39,6 +40,11 @@ class Resolved:
     kind: str | None
     plan: Plan
     base_plan: Plan | None
+
+
+def open_key(s: sel.Selection, selector: str, kind: str) -> str:
+    """The entry of an open selection: the same for `now-15m` as its start moves on."""
+    return "o|" + digest([kind, selector, s.relative or repr(s.start)])
 
 
 def new_id() -> str:
@@ -308,7 +314,7 @@ class Collections:
         (blocks.Blocks.extension), else merged from blocks; kept as an entry either way."""
         # `from=now-15m` keeps one entry as its start moves on: the profile it named before is
         # superseded (gone after a grace), not left behind for its hour every 10 s.
-        key = "o|" + digest([kind, selector, s.relative or repr(s.start)])
+        key = open_key(s, selector, kind)
         want = digest([m.key for m in members])
         entry = self.index.entry_get(c.id, key)
         if self.blocks.holding(entry, want) is not None:
@@ -340,9 +346,24 @@ class Collections:
                 value = {"pid": pid, "digest": want, "members": len(members)}
                 value["upto"] = latest_add(members)
                 value["at"] = self.share.clock()  # since when it is behind, once members join
-                value["took"] = round(value["at"] - began, 3)  # its cost (blocks.behind())
+                value["took"] = round(value["at"] - began, 3)  # its cost (behind.served_behind)
                 self.blocks.replace(c.id, key, entry, {**value, "own": len(plan.parts) > 1})
         return pid, plan
+
+    def refreshed(self, c: Collection, kind: str) -> tuple[str | None, Plan]:
+        """The warm-up's merge of the collection's default selection of a kind: its new
+        members merged in, unless its last merge was costly and is recent for its cost
+        (behind.too_soon: a fleet's whole collection, a second to merge, was merged at every
+        warm-up, every 2-3 s); then they are left pending and the warm-up comes again."""
+        s = sel.Selection(kind=kind)
+        members = [m for m in self.members(c, s) if m.kind == kind]
+        entry = self.index.entry_get(c.id, open_key(s, "", kind))
+        new = self.blocks.lacks(entry, members)
+        if entry is not None and new and too_soon(entry, len(new), self.share.clock()):
+            self.warm_later(c.id)
+            held = len(members) - len(new)
+            return entry["pid"], Plan([entry["pid"]], held, 1, pending=len(new))
+        return self.merged(c, s, kind)
 
     def resolve(self, cid: str, args: dict[str, str]) -> Resolved:
         """The request's selection (and base selection) as stored profiles; recent times may

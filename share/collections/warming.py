@@ -88,9 +88,7 @@ class Warming:
         c = self.collections.load(cid)
         members = self.collections.members(c, sel.Selection())
         for kind in sorted({m.kind for m in members}):
-            # As a view would: a costly merge of it is made again only once it has been
-            # served a while (behind.BEHIND_DUTY), its new members meanwhile pending.
-            pid, plan = self.collections.merged(c, sel.Selection(kind=kind), kind, behind=True)
+            pid, plan = self.collections.refreshed(c, kind)
             if pid is not None and not plan.pending:  # the page's first views, as after upload
                 r = self.share.record(pid)
                 self.share.precompute.later(pid, r.sample_types, r.default_sample_type)

@@ -88,9 +88,10 @@ def test_few_new_members_or_an_old_merge_are_merged_in_before_the_answer(
 def test_a_costly_merge_is_not_made_again_for_a_few_members_until_it_has_served_a_while(
     backend: dict[str, Any], monkeypatch: Any
 ) -> None:
-    """An open selection whose merge took a second (as a fleet's whole collection does) is
-    answered behind for BEHIND_DUTY seconds once BEHIND_FEW join it, then merged with them;
-    one add alone is merged in at once."""
+    """An open selection whose extension took a second (as a fleet's whole collection's does)
+    is answered behind for BEHIND_DUTY seconds once BEHIND_FEW join it, then merged with them;
+    a first merge from blocks is not what an extension costs, and one add alone is merged in
+    at once."""
     app, client, now, cid, token = on_a_clock(backend)
     base = (int(now[0]) // 60 - 1) * 60
     merged_as = Blocks.merged
@@ -101,20 +102,19 @@ def test_a_costly_merge_is_not_made_again_for_a_few_members_until_it_has_served_
 
     monkeypatch.setattr(Blocks, "merged", slow_merge)
     first = [add(client, cid, token, f"dear{i}", base + 1 + i * 0.01) for i in range(2)]
-    merged = selection(client, cid)
+    merged = selection(client, cid)  # its blocks built, a second
     assert merged["members"] == 2 and merged["pending"] == 0
-    one = [add(client, cid, token, "dj-one", base + 2)]  # someone's add: merged in at once
-    merged = selection(client, cid)
-    assert merged["members"] == 3 and merged["pending"] == 0
-    joined = one + [
-        add(client, cid, token, f"dj{i}", base + 3 + i * 0.01) for i in range(BEHIND_FEW)
-    ]
+    some = [add(client, cid, token, f"ds{i}", base + 2 + i * 0.01) for i in range(BEHIND_FEW)]
+    merged = selection(client, cid)  # extended (a second): that is the cost from now on
+    assert merged["members"] == 2 + BEHIND_FEW and merged["pending"] == 0 and merged["extended"]
+    held = 2 + BEHIND_FEW
+    joined = [add(client, cid, token, f"dj{i}", base + 3 + i * 0.01) for i in range(BEHIND_FEW)]
 
     now[0] += BEHIND_DUTY - 0.5  # asked BEHIND_DUTY - 0.5 s after it was made
     behind = selection(client, cid)
     assert behind["profile"] == merged["profile"] and behind["built"] == 0
-    assert behind["members"] == 3 and behind["pending"] == BEHIND_FEW
-    assert top(client, f"/c/{cid}/top") == plain_merge_top(client, first + one)
+    assert behind["members"] == held and behind["pending"] == BEHIND_FEW
+    assert top(client, f"/c/{cid}/top") == plain_merge_top(client, first + some)
     collections = app.extensions["collections"]
     pid, warmed = collections.refreshed(collections.load(cid), behind["kind"])  # nor the warm-up
     assert pid == merged["profile"] and warmed.pending == BEHIND_FEW
@@ -123,8 +123,12 @@ def test_a_costly_merge_is_not_made_again_for_a_few_members_until_it_has_served_
     # BEHIND_SECONDS: merged in before the answer.
     now[0] += 1.0
     whole = selection(client, cid)
-    assert whole["members"] == 3 + BEHIND_FEW and whole["pending"] == 0 and whole["extended"]
-    assert top(client, f"/c/{cid}/top") == plain_merge_top(client, first + joined)
+    assert whole["members"] == held + BEHIND_FEW and whole["pending"] == 0 and whole["extended"]
+    assert top(client, f"/c/{cid}/top") == plain_merge_top(client, first + some + joined)
+    one = add(client, cid, token, "dj-one", base + 4)  # someone's add: merged in at once
+    alone = selection(client, cid)
+    assert alone["members"] == held + BEHIND_FEW + 1 and alone["pending"] == 0
+    assert top(client, f"/c/{cid}/top") == plain_merge_top(client, first + some + joined + [one])
 
 
 def test_a_range_over_a_growing_block_many_joined_is_answered_with_the_block_so_far(

@@ -326,7 +326,7 @@ class Collections:
             return entry["pid"], Plan([entry["pid"]], held, 1, pending=late)  # type: ignore[index]
         grown = self.blocks.extension(entry, members)
         pid: str | None = None
-        began = self.share.clock()
+        took = 0.0  # an extension's merge: what the next one costs (behind.served_behind)
         if grown is None:  # merged from blocks, under their leases, before this one's
             pid, plan = self._planned(c, s, selector, kind, members, behind)
             if plan.pending:  # some of its blocks are behind: not what the entry holds
@@ -341,12 +341,14 @@ class Collections:
                 return entry["pid"], Plan([entry["pid"]], len(members), 1)  # type: ignore[index]
             if grown is not None:
                 title = SELECTION_TITLE.format(cid=c.id, n=plan.members)
+                began = self.share.clock()
                 pid = self.blocks.merged(c, grown, title, growing=True)
+                took = self.share.clock() - began
             if pid is not None:
                 value = {"pid": pid, "digest": want, "members": len(members)}
                 value["upto"] = latest_add(members)
                 value["at"] = self.share.clock()  # since when it is behind, once members join
-                value["took"] = round(value["at"] - began, 3)  # its cost (behind.served_behind)
+                value["took"] = round(took, 3)  # not the blocks' builds: they are built now
                 self.blocks.replace(c.id, key, entry, {**value, "own": len(plan.parts) > 1})
         return pid, plan
 

@@ -348,7 +348,7 @@ class Collections:
                 value = {"pid": pid, "digest": want, "members": len(members)}
                 value["upto"] = latest_add(members)
                 value["at"] = self.share.clock()  # since when it is behind, once members join
-                value["took"] = round(took, 3)  # not the blocks' builds: they are built now
+                value["took"] = round(took, 3)  # 0 when built from blocks: the next extends it
                 self.blocks.replace(c.id, key, entry, {**value, "own": len(plan.parts) > 1})
         return pid, plan
 

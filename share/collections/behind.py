@@ -28,10 +28,8 @@ def served_behind(entry: dict[str, Any], new: int, now: float) -> bool:
     """Whether a view may be answered with the entry's profile, new members lacking from it.
     The entry's `at` is when it was made, `took` how long its merge took (both on the share's
     clock)."""
-    age = now - float(entry.get("at", 0))
-    if new < 1 or age > BEHIND_SECONDS:
-        return False
-    return new >= BEHIND_FROM or too_soon(entry, new, now)
+    recent = now - float(entry.get("at", 0)) <= BEHIND_SECONDS
+    return (recent and new >= BEHIND_FROM) or too_soon(entry, new, now)
 
 
 def too_soon(entry: dict[str, Any], new: int, now: float) -> bool:

@@ -10,7 +10,14 @@ from typing import Any, NamedTuple
 
 from test_collections_blocks import OPEN, add, create, plain_merge_top, selection, top
 
-from share.collections.behind import BEHIND_DUTY, BEHIND_FEW, BEHIND_FROM, BEHIND_SECONDS
+from share.collections.behind import (
+    BEHIND_DUTY,
+    BEHIND_FEW,
+    BEHIND_FRESH,
+    BEHIND_FROM,
+    BEHIND_SECONDS,
+    COSTLY_MERGE,
+)
 from share.collections.blocks import Blocks
 
 from conftest import make_app
@@ -129,6 +136,45 @@ def test_a_costly_merge_is_not_made_again_for_a_few_members_until_it_has_served_
     alone = selection(client, cid)
     assert alone["members"] == held + BEHIND_FEW + 1 and alone["pending"] == 0
     assert top(client, f"/c/{cid}/top") == plain_merge_top(client, first + some + joined + [one])
+
+
+def test_a_merge_made_lately_serves_views_as_it_is_when_several_join(
+    backend: dict[str, Any], monkeypatch: Any
+) -> None:
+    """A growing entry extended less than BEHIND_FRESH ago, however cheaply, answers a view as
+    it is once BEHIND_FEW join it (a fleet's views would extend it again and again); one built
+    from blocks does not hold back the next members, and BEHIND_FRESH later they are merged in."""
+    _, client, now, cid, token = on_a_clock(backend)
+    base = (int(now[0]) // 60 - 1) * 60
+    merged_as = Blocks.merged
+    cheap = COSTLY_MERGE / 5  # well under a costly merge: the duty rule does not apply
+
+    def timed_merge(self: Blocks, c: Any, parts: list[str], *args: Any, **kwargs: Any) -> str:
+        now[0] += cheap if len(parts) > 1 else 0.0
+        return merged_as(self, c, parts, *args, **kwargs)
+
+    monkeypatch.setattr(Blocks, "merged", timed_merge)
+    first = [add(client, cid, token, f"fr{i}", base + 1 + i * 0.01) for i in range(2)]
+    assert selection(client, cid)["members"] == 2  # built from blocks
+    some = [add(client, cid, token, f"fs{i}", base + 2 + i * 0.01) for i in range(BEHIND_FEW)]
+    extended = selection(client, cid)  # not held back by a build from blocks
+    assert extended["pending"] == 0 and extended["extended"] == 1
+    joined = [add(client, cid, token, f"fj{i}", base + 3 + i * 0.01) for i in range(BEHIND_FEW)]
+
+    now[0] += BEHIND_FRESH - 1
+    behind = selection(client, cid)
+    assert behind["profile"] == extended["profile"] and behind["built"] == 0
+    assert behind["members"] == 2 + BEHIND_FEW and behind["pending"] == BEHIND_FEW
+    assert top(client, f"/c/{cid}/top") == plain_merge_top(client, first + some)
+
+    now[0] += 1.5
+    caught_up = selection(client, cid)
+    assert caught_up["pending"] == 0 and caught_up["extended"] == 1
+    assert top(client, f"/c/{cid}/top") == plain_merge_top(client, first + some + joined)
+    few = [add(client, cid, token, f"ff{i}", base + 4 + i * 0.01) for i in range(BEHIND_FEW - 1)]
+    at_once = selection(client, cid)  # fewer than BEHIND_FEW: merged in at once, as ever
+    assert at_once["pending"] == 0 and at_once["members"] == 2 + 3 * BEHIND_FEW - 1
+    assert top(client, f"/c/{cid}/top") == plain_merge_top(client, first + some + joined + few)
 
 
 def test_a_range_over_a_growing_block_many_joined_is_answered_with_the_block_so_far(

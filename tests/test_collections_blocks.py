@@ -202,7 +202,7 @@ def test_more_new_members_than_one_merge_takes_still_extend(tmp_path: Any) -> No
     assert top(client, f"/c/{cid}/top") == plain_merge_top(plain, pids)
     many = blocks_module.EXTEND_MOST * 2 + 1
     pids += [add(client, cid, token, f"behind{i}", base + 1 + i * 0.1) for i in range(7, 7 + many)]
-    whole = selection(client, cid)
+    whole = selection(client, cid, wait="1")  # extended just now: a view would be behind
     assert whole["members"] == 7 + many and whole["extended"] == 0
     assert top(client, f"/c/{cid}/top") == plain_merge_top(plain, pids)
 

@@ -129,9 +129,9 @@ def test_a_block_built_while_a_view_waited_is_extended_not_merged_anew(
     found_before = []
     real = blocks_module.Blocks.extension
 
-    def before_the_wait_nothing(self: Any, entry: Any, members: Any) -> Any:
+    def before_the_wait_nothing(self: Any, entry: Any, members: Any, *most: Any) -> Any:
         found_before.append(len(members))
-        return None if len(found_before) == 1 else real(self, entry, members)
+        return None if len(found_before) == 1 else real(self, entry, members, *most)
 
     monkeypatch.setattr(blocks_module.Blocks, "extension", before_the_wait_nothing)
     grown = selection(client, cid, **query)
@@ -205,6 +205,31 @@ def test_more_new_members_than_one_merge_takes_still_extend(tmp_path: Any) -> No
     whole = selection(client, cid, wait="1")  # extended just now: a view would be behind
     assert whole["members"] == 7 + many and whole["extended"] == 0
     assert top(client, f"/c/{cid}/top") == plain_merge_top(plain, pids)
+
+
+def test_a_minute_of_the_whole_collection_reads_new_members_from_its_10s_blocks(
+    tmp_path: Any,
+) -> None:
+    """More new members than one merge takes (here 2): the whole collection's minute is merged
+    from its 10 s blocks (which the warm-up builds anyway), not extended with each member; a
+    label selection's minute, whose 10 s blocks nothing else builds, is extended."""
+    stores = {"BLOBS": f"file:{tmp_path}/b", "META": f"sqlite:{tmp_path}/m", **OPEN}
+    client = make_app({**stores, "MERGE_MAX_PROFILES": 2}).test_client()
+    plain = make_app(stores).test_client()
+    cid, token = create(client)
+    t0 = (int(time.time()) // 60 - 30) * 60  # a whole minute, half an hour ago
+    minute = {"from": str(t0), "to": str(t0 + 60)}
+    labelled = {**minute, "match": 'pod="a"'}
+    pids = [add(client, cid, token, f"min{i}", t0 + 1 + i) for i in range(2)]
+    assert selection(client, cid, **minute)["blocks"] == 1
+    assert selection(client, cid, **labelled)["blocks"] == 1
+    pids += [add(client, cid, token, f"min{i}", t0 + 20 + i) for i in range(2, 5)]
+    whole = selection(client, cid, **minute)
+    assert whole["members"] == 5 and whole["extended"] == 0 and whole["built"] == 2, whole
+    assert top(client, f"/c/{cid}/top", **minute) == plain_merge_top(plain, pids)
+    series = selection(client, cid, **labelled)
+    assert series["members"] == 5 and series["extended"] == 1, series
+    assert top(client, f"/c/{cid}/top", **labelled) == plain_merge_top(plain, pids)
 
 
 def test_the_warm_up_builds_the_blocks_of_windows_that_filled(tmp_path: Any) -> None:

@@ -48,6 +48,7 @@ EXTEND_MOST = 4  # merges' worth (SHARE_MERGE_MAX_PROFILES) of new members a blo
 SETTLED_AFTER = 300  # a window that ended this long ago takes no more members, as a rule
 FILLED_AFTER = 5  # seconds past a window's end before the warm-up builds it: adds arrive late
 FILL_WINDOWS = 6  # the last complete windows of each of the smaller resolutions it builds
+FILL_LEVELS = 3  # the resolutions it builds: 10 s, 1 min, 10 min
 BLOCK_TITLE = "block of collection {cid}: {kind}{of}, {res} s from {t0}"
 
 
@@ -137,7 +138,7 @@ class Blocks:
         times = [m.time for m in members]
         small = RESOLUTIONS[0]
         end = math.floor((self.share.clock() - FILLED_AFTER) / small) * small
-        for level, res in enumerate(RESOLUTIONS[:3]):
+        for level, res in enumerate(RESOLUTIONS[:FILL_LEVELS]):
             last = end // res * res
             for t0 in range(last - FILL_WINDOWS * res, last, res):
                 i, j = bisect.bisect_left(times, t0), bisect.bisect_left(times, t0 + res)
@@ -225,7 +226,8 @@ class Blocks:
         # Its parts first, each under a lease of its own: a lease is held for one merge only,
         # never while smaller blocks are built (others wait on it at most that long).
         sub = Plan([], j - i, 0, dry=plan.dry)
-        grown = self.extension(entry, members[i:j])
+        most = self.extends_by(selector, level)
+        grown = self.extension(entry, members[i:j], most)
         if plan.dry is not None and (grown is not None or level == 0):
             plan.dry.append((level, t0))  # a merge of members: what a dry run looks for
             return ""
@@ -248,7 +250,7 @@ class Blocks:
             # Or built it with fewer members: extended, not merged anew from what was found
             # before the wait (on the balanced pair, views and warm-ups queued here each
             # merged a fleet's 10 s window of 100 members again).
-            fresher = self.extension(entry, members[i:j])
+            fresher = self.extension(entry, members[i:j], most)
             if fresher is not None and len(fresher) < len(sub.parts):
                 grown = sub.parts = fresher
             of = f" of {selector}" if selector else ""
@@ -272,14 +274,23 @@ class Blocks:
             return None
         return self.live_record(entry["pid"])
 
-    def extension(self, entry: dict[str, Any] | None, members: list[Member]) -> list[str] | None:
+    def extends_by(self, selector: str, level: int) -> int | None:
+        """The most new members a block is extended by (None: EXTEND_MOST merges' worth). A
+        block of the whole collection above 10 s, whose smaller blocks the warm-up builds
+        anyway (fill()), takes one merge's worth: more are read from those blocks, not decoded
+        and merged one by one again (the fleet bench extended its minute with 170 members)."""
+        return self.chunk if not selector and 0 < level < FILL_LEVELS else None
+
+    def extension(
+        self, entry: dict[str, Any] | None, members: list[Member], most: int | None = None
+    ) -> list[str] | None:
         """The parts of members' block made from the block an entry holds: its profile and the
         members after those it holds, when it holds the first of members (in time order) and
         at most EXTEND_MOST merges' worth are new; else None (merge the block anew from its
         parts: when a warm-up falls behind, extending still costs each new member one merge,
         where merging anew would merge it again at every level under the block)."""
         new = self.lacks(entry, members)
-        if entry is None or not new or len(new) > EXTEND_MOST * self.chunk:
+        if entry is None or not new or len(new) > (most or EXTEND_MOST * self.chunk):
             return None
         return [entry["pid"], *(m.pid for m in new)]
 

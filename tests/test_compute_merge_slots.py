@@ -18,6 +18,7 @@ import pytest
 from compute_roles import cmdline, first_options, ping
 
 from share.collections import open_collections
+from share.collections.leased import entry_lease
 from share.compute.pool import ComputePool
 from share.compute.service import AFFINITY_KEY
 from share.compute.supervisor import INGEST, MERGE
@@ -281,3 +282,49 @@ def test_a_warm_up_s_merge_gives_way_to_a_merge_someone_waits_for(share: Share) 
         first.join()
         second.join()
     assert finished == ["view", "warm-up"]
+
+
+def test_a_reservation_stops_waiting_when_its_caller_says_so(share: Share) -> None:
+    """give_up(), asked while a reservation waits for a busy process, ends the wait early."""
+    told: list[bool] = []
+    with busy(share.compute, MERGE_SLOT):
+        started = time.monotonic()
+        threading.Timer(0.5, told.append, args=(True,)).start()
+        with share.compute.reserve(MERGE_SLOT, BUSY_SECONDS * 2, lambda: bool(told)) as got:
+            waited = time.monotonic() - started
+            assert got is None
+    assert 0.4 < waited < 1.5
+
+
+def test_a_warm_up_s_merge_under_a_lease_a_view_waits_for_queues_as_the_view_would(
+    share: Share,
+) -> None:
+    """The warm-up merges a block in the background holding its lease; a view that needs the
+    same block waits for the lease and says so, and the warm-up's merge is then taken in
+    turn with merges someone waits for: before another view's merge asked after that, not
+    behind it (as a warm-up's merge that nobody waits for is: the test above)."""
+    a, b, c = uploaded(share, "hurry a", "hurry b", "hurry c")
+    finished: list[str] = []
+
+    def warm_up() -> None:
+        with share.merges.background(), entry_lease(share, "cid", "b|block", "a block", 10):
+            share.merges.merge_ids([a, b])
+        finished.append("warm-up")
+
+    def waiter() -> None:
+        with entry_lease(share, "cid", "b|block", "a block", 10):
+            finished.append("waiter")
+
+    def view() -> None:
+        share.merges.merge_ids([a, c])
+        finished.append("view")
+
+    with busy(share.compute, MERGE_SLOT):
+        threads = [threading.Thread(target=f) for f in (warm_up, waiter, view)]
+        for thread in threads:
+            thread.start()
+            time.sleep(0.4)  # each asks after the one before
+        for thread in threads:
+            thread.join()
+    assert finished.index("warm-up") < finished.index("view"), finished
+    assert finished.index("warm-up") < finished.index("waiter"), finished

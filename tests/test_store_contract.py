@@ -3,6 +3,7 @@ the embedded pair, S3 + Redis, and a Redis Cluster (whose blobs are local: S3 is
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from typing import Any
@@ -252,6 +253,41 @@ def test_leases_are_renewed_while_held_and_lapse_when_the_holder_is_gone(stores)
     started = time.monotonic()
     with Leases(meta_store, wait=5).hold("BBBBBBBBBBBBBBBB"):
         assert time.monotonic() - started < 1.0
+
+
+def test_a_taker_waiting_for_a_lease_says_so_to_its_holder(stores):
+    """Leases.wanted on each backend: true while a taker waits (unless it asked not to say
+    so, as background work does), false again once it has taken the lease."""
+    from share.store.lease import Busy, Leases
+
+    _, meta_store = stores
+    leases = Leases(meta_store, seconds=3, wait=5)
+    got: list[str] = []
+
+    def take(want: bool, wait: float) -> None:
+        with (
+            contextlib.suppress(Busy),
+            Leases(meta_store, wait=wait).hold("AAAAAAAAAAAAAAAA", want=want),
+        ):
+            got.append("taken")
+
+    with leases.hold("AAAAAAAAAAAAAAAA") as lease:
+        assert not leases.wanted(lease)
+        quiet = threading.Thread(target=take, args=(False, 0.6))
+        quiet.start()
+        time.sleep(0.3)
+        assert not leases.wanted(lease)  # a taker that does not say so
+        quiet.join()
+        waiting = threading.Thread(target=take, args=(True, 5))
+        waiting.start()
+        deadline = time.monotonic() + 2
+        while not leases.wanted(lease) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert leases.wanted(lease)
+    waiting.join()
+    assert got == ["taken"]
+    with leases.hold("AAAAAAAAAAAAAAAA") as again:
+        assert not leases.wanted(again)
 
 
 def test_a_stalled_store_fails_within_its_timeout(backend):

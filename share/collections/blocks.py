@@ -41,6 +41,7 @@ from ..store.collections.index import Collection, CollectionIndex, Member
 from ..store.meta import Record
 from . import sidebyside
 from .behind import BEHIND_FROM, served_behind
+from .leased import entry_lease
 from .superseded import GROWING_SECONDS, Superseded
 
 RESOLUTIONS = (10, 60, 600, 3600, 86400)
@@ -240,9 +241,7 @@ class Blocks:
             self._cover(c, selector, kind, *window, t0, t0 + res, level - 1, sub)
             if plan.dry is not None:
                 return ""
-        with self.share.leases.hold(
-            f"collection:{c.id}:{key}", "a block of the collection", self.wait
-        ):
+        with entry_lease(self.share, c.id, key, "a block of the collection", self.wait):
             entry = self.index.entry_get(c.id, key)  # another instance built it meanwhile
             record = self.holding(entry, want)
             if record is not None:

@@ -23,6 +23,7 @@ from ..store.collections.index import Collection, CollectionIndex, Member
 from . import selection as sel
 from .behind import too_soon
 from .blocks import Blocks, Plan, digest, latest_add
+from .leased import entry_lease
 from .warming import Warming
 
 ID_LENGTH = 12  # base64url characters: 72 random bits
@@ -288,9 +289,7 @@ class Collections:
         entry = self.index.entry_get(c.id, key)
         if entry is not None and self.blocks.live(entry["pid"]):
             return entry["pid"], plan
-        with self.share.leases.hold(
-            f"collection:{c.id}:{key}", "the collection's selection", self.blocks.wait
-        ):
+        with entry_lease(self.share, c.id, key, "the collection's selection", self.blocks.wait):
             entry = self.index.entry_get(c.id, key)
             if entry is not None and self.blocks.live(entry["pid"]):
                 return entry["pid"], plan
@@ -333,9 +332,7 @@ class Collections:
                 return pid, plan
         else:
             plan = Plan(grown, len(members), 1, built=1, extended=1)
-        with self.share.leases.hold(
-            f"collection:{c.id}:{key}", "the collection's selection", self.blocks.wait
-        ):
+        with entry_lease(self.share, c.id, key, "the collection's selection", self.blocks.wait):
             entry = self.index.entry_get(c.id, key)
             if self.blocks.holding(entry, want) is not None:
                 return entry["pid"], Plan([entry["pid"]], len(members), 1)  # type: ignore[index]

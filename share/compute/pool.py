@@ -61,6 +61,7 @@ from .supervisor import (
     socket_path,
 )
 
+RESERVE_POLL_SECONDS = 0.1  # how often a reservation asks give_up() while it waits
 ELEMENT_LIMITS = ("SAMPLES", "LOCATIONS", "FUNCTIONS", "MAPPINGS", "STRINGS", "LABELS", "FRAMES")
 
 
@@ -272,20 +273,28 @@ class ComputePool:
         return reply["ok"]
 
     @contextlib.contextmanager
-    def reserve(self, slot: int, wait: float) -> Iterator[Reservation | None]:
+    def reserve(
+        self, slot: int, wait: float, give_up: Callable[[], bool] | None = None
+    ) -> Iterator[Reservation | None]:
         """The slot's process, idle and waiting for one background job (None: it did not take
-        the reservation within `wait` seconds: busy with work someone waits for)."""
+        the reservation within `wait` seconds: busy with work someone waits for; or, asked
+        every RESERVE_POLL_SECONDS meanwhile, give_up() said to stop waiting)."""
         if self.supervisor is not None:
             self.supervisor.start()
+        deadline = time.monotonic() + wait
         try:
-            sock = self._connect(slot, time.monotonic() + wait, background=True)
+            sock = self._connect(slot, deadline, background=True)
         except ShareError:
             yield None
             return
         with sock:
             try:
-                sock.settimeout(wait)
+                sock.settimeout(wait if give_up is None else RESERVE_POLL_SECONDS)
                 protocol.send(sock, {"op": protocol.RESERVE})
+                while not self._answered(sock):
+                    if time.monotonic() > deadline or (give_up is not None and give_up()):
+                        raise TimeoutError
+                sock.settimeout(wait)
                 worker_pid = protocol.recv(sock)["started"]
             except (TimeoutError, protocol.Closed, OSError):
                 yield None
@@ -297,6 +306,15 @@ class ComputePool:
                 if not reservation.used:
                     with contextlib.suppress(OSError):
                         protocol.send(sock, {"op": protocol.SKIP})
+
+    @staticmethod
+    def _answered(sock: socket.socket) -> bool:
+        """Whether the process has answered on sock (read nothing), within sock's timeout."""
+        try:
+            sock.recv(1, socket.MSG_PEEK)
+        except TimeoutError:
+            return False
+        return True  # its answer, or the end of the connection: recv() tells which
 
 
 class Reservation:

@@ -23,6 +23,7 @@ from .meta import MetaStore
 LEASE_SECONDS = 3.0  # a dead holder's lease lapses after this
 RENEW_EVERY = 1.0  # the renewer extends held leases this often
 WAIT_SECONDS = 15.0  # how long a taker waits for a held lease before a 503
+WANTED = ":wanted"  # the key a taker marks while it waits (Leases.wanted): the lease's, and this
 
 
 @dataclass
@@ -67,18 +68,26 @@ class Leases:
 
     @contextmanager
     def hold(
-        self, key: str, label: str | None = None, wait: float | None = None
+        self, key: str, label: str | None = None, wait: float | None = None, want: bool = True
     ) -> Iterator[Lease]:
         """Hold key's lease for the block; Busy (503) if it stays taken for `wait` seconds
-        (default: the Leases' own; its message names `label`, else the key)."""
+        (default: the Leases' own; its message names `label`, else the key). While it waits, a
+        taker that `want`s it says so to the holder (wanted()); background work does not."""
         lease = Lease(key, secrets.token_hex(8), self.seconds)
-        deadline = time.monotonic() + (self.wait if wait is None else wait)
-        pause = 0.002
-        while not self.meta.try_lock(key, lease.token, self.seconds):
-            if time.monotonic() > deadline:
-                raise Busy(f"{label or key} is busy; try again")
-            time.sleep(pause)
-            pause = min(pause * 2, 0.05)
+        waits = self.wait if wait is None else wait
+        deadline = time.monotonic() + waits
+        pause, marked = 0.002, False
+        try:
+            while not self.meta.try_lock(key, lease.token, self.seconds):
+                if want and not marked:  # or another taker's mark stands: tried again next time
+                    marked = self.meta.try_lock(key + WANTED, lease.token, waits + self.seconds)
+                if time.monotonic() > deadline:
+                    raise Busy(f"{label or key} is busy; try again")
+                time.sleep(pause)
+                pause = min(pause * 2, 0.05)
+        finally:
+            if marked:
+                self.meta.unlock(key + WANTED, lease.token)
         lease.renewed_at = time.monotonic()
         with self._lock:
             self._held[lease.token] = lease
@@ -89,6 +98,17 @@ class Leases:
             with self._lock:
                 self._held.pop(lease.token, None)
             self.meta.unlock(key, lease.token)
+
+    def wanted(self, lease: Lease) -> bool:
+        """Whether a taker waits for the lease now (marked in the store, so on any instance):
+        a holder doing background work meanwhile then does it as if someone waited for it,
+        as someone does (share.compute.merges: the warm-up's merges of a collection's blocks,
+        which views that need the same block waited behind for seconds)."""
+        probe = secrets.token_hex(8)
+        if not self.meta.try_lock(lease.key + WANTED, probe, self.seconds):
+            return True
+        self.meta.unlock(lease.key + WANTED, probe)
+        return False
 
     def _ensure_renewer(self) -> None:
         if self._renewer is not None and self._pid == os.getpid() and self._renewer.is_alive():

@@ -1,0 +1,29 @@
+"""A collection's leases (a block's, a selection's): held while one instance merges what they
+guard, so that instances merge it once.
+
+The warm-up merges in the background (share.compute.merges: each merge waits for its merge
+process to be free of merges someone waits for), holding the lease meanwhile. A view that needs
+the same block waits for that lease, so it says so (Leases.wanted), and the warm-up's merges
+under the lease then queue as the view's would: on the fleet bench views waited up to 9 s for
+a 10 s block whose warm-up merge waited, holding its lease, behind the merges of other views.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from ..core import Share
+from ..store.lease import Lease
+
+
+@contextmanager
+def entry_lease(share: Share, cid: str, key: str, label: str, wait: float) -> Iterator[Lease]:
+    """The lease of the collection's entry key (Busy after wait seconds), as Leases.hold."""
+    merges, leases = share.merges, share.leases
+    want = not merges.in_background()  # a warm-up waiting for a lease marks nothing
+    with (
+        leases.hold(f"collection:{cid}:{key}", label, wait, want) as lease,
+        merges.urgent_when(lambda: leases.wanted(lease)),
+    ):
+        yield lease

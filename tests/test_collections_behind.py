@@ -18,7 +18,7 @@ from share.collections.behind import (
     BEHIND_SECONDS,
     COSTLY_MERGE,
 )
-from share.collections.blocks import Blocks
+from share.collections.blocks import Blocks, digest
 
 from conftest import make_app
 
@@ -200,6 +200,39 @@ def test_a_range_over_a_growing_block_many_joined_is_answered_with_the_block_so_
     whole = selection(client, cid, **query)
     assert whole["members"] == 2 + BEHIND_FROM and whole["pending"] == 0
     assert top(client, f"/c/{cid}/top", **query) == plain_merge_top(client, first + joined)
+
+
+def test_a_view_does_not_wait_for_a_growing_block_someone_else_is_merging(
+    backend: dict[str, Any],
+) -> None:
+    """A range over a recent window whose block another view or the warm-up is merging now
+    (its lease held) is answered at once without the members that merge would add (pending):
+    with the block as it was, or without the window when it has none yet. `wait=1` waits."""
+    app, client, now, cid, token = on_a_clock(backend)
+    t0 = int(now[0]) // 60 * 60
+    now[0] = t0 + 30.0
+    query = {"from": str(t0), "to": str(t0 + 20)}  # two 10 s windows, both recent
+    early = [add(client, cid, token, f"early{i}", t0 + 1 + i * 0.01) for i in range(2)]
+    later = [add(client, cid, token, f"later{i}", t0 + 11 + i * 0.01) for i in range(2)]
+    merged = selection(client, cid, **query)
+    assert merged["members"] == 4 and merged["pending"] == 0
+    one = add(client, cid, token, "one", t0 + 12)  # alone: merged in at once, as a rule
+    kind, selector = merged["kind"], digest([""])[:12]
+    share = app.extensions["share"]
+    with share.leases.hold(f"collection:{cid}:b|{kind}|{selector}|10|{t0 + 10}"):
+        behind = selection(client, cid, **query)  # the later window's block is being merged
+        assert behind["members"] == 4 and behind["pending"] == 1
+        assert top(client, f"/c/{cid}/top", **query) == plain_merge_top(client, early + later)
+        fresh = [add(client, cid, token, f"fresh{i}", t0 + 21 + i * 0.01) for i in range(2)]
+        wider = {"from": str(t0), "to": str(t0 + 30)}
+        with share.leases.hold(f"collection:{cid}:b|{kind}|{selector}|10|{t0 + 20}"):
+            none_yet = selection(client, cid, **wider)  # a window with no block yet: left out
+            assert none_yet["members"] == 4 and none_yet["pending"] == 3
+    waited = selection(client, cid, wait="1", **wider)
+    assert waited["members"] == 7 and waited["pending"] == 0
+    assert top(client, f"/c/{cid}/top", **wider) == plain_merge_top(
+        client, early + later + [one] + fresh
+    )
 
 
 def test_wait_merges_the_pending_members_in_and_a_base_says_what_it_lacks(

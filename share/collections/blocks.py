@@ -241,7 +241,13 @@ class Blocks:
             self._cover(c, selector, kind, *window, t0, t0 + res, level - 1, sub)
             if plan.dry is not None:
                 return ""
-        with entry_lease(self.share, c.id, key, "a block of the collection", self.wait):
+        quick = plan.behind and growing  # a view does not wait for another's merge of it
+        label = "a block of the collection"
+        with entry_lease(self.share, c.id, key, label, self.wait, quick) as lease:
+            if lease is None:  # answered with what it held (lacks()), the rest pending
+                new = self.lacks(entry, members[i:j])
+                plan.pending += j - i if new is None else len(new)
+                return "" if new is None else entry["pid"]  # type: ignore[index]
             entry = self.index.entry_get(c.id, key)  # another instance built it meanwhile
             record = self.holding(entry, want)
             if record is not None:

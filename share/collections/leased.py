@@ -10,20 +10,31 @@ a 10 s block whose warm-up merge waited, holding its lease, behind the merges of
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 from ..core import Share
-from ..store.lease import Lease
+from ..store.lease import Busy, Lease
 
 
 @contextmanager
-def entry_lease(share: Share, cid: str, key: str, label: str, wait: float) -> Iterator[Lease]:
-    """The lease of the collection's entry key (Busy after wait seconds), as Leases.hold."""
+def entry_lease(
+    share: Share, cid: str, key: str, label: str, wait: float, if_free: bool = False
+) -> Iterator[Lease | None]:
+    """The lease of the collection's entry key (Busy after wait seconds), as Leases.hold.
+    if_free: None at once when someone holds it (a view answered behind does not wait for a
+    growing block that another view or the warm-up is merging)."""
     merges, leases = share.merges, share.leases
-    want = not merges.in_background()  # a warm-up waiting for a lease marks nothing
-    with (
-        leases.hold(f"collection:{cid}:{key}", label, wait, want) as lease,
-        merges.urgent_when(lambda: leases.wanted(lease)),
-    ):
+    want = not (merges.in_background() or if_free)  # a warm-up waiting for a lease marks nothing
+    with contextlib.ExitStack() as stack:
+        try:
+            hold = leases.hold(f"collection:{cid}:{key}", label, 0.0 if if_free else wait, want)
+            lease = stack.enter_context(hold)
+        except Busy:
+            if not if_free:
+                raise
+            yield None
+            return
+        stack.enter_context(merges.urgent_when(lambda: leases.wanted(lease)))
         yield lease

@@ -279,21 +279,22 @@ class Blocks:
             return None
         return self.live_record(entry["pid"])
 
-    def extends_by(self, selector: str, level: int) -> int | None:
-        """The most new members a block is extended by (None: EXTEND_MOST merges' worth). A
-        block of the whole collection above 10 s, whose smaller blocks the warm-up builds
-        anyway (fill()), takes one merge's worth: more are read from those blocks, not decoded
-        and merged one by one again (the fleet bench extended its minute with 170 members)."""
-        return self.chunk if not selector and 0 < level < FILL_LEVELS else None
+    def extends_by(self, selector: str, level: int) -> int:
+        """The most new members a block is extended by: EXTEND_MOST merges' worth, but one for
+        a block of the whole collection above 10 s, whose smaller blocks the warm-up builds
+        anyway (fill()): more are read from those blocks, not decoded and merged one by one
+        again (the fleet bench extended its minute with 170 members)."""
+        whole_filled = not selector and 0 < level < FILL_LEVELS
+        return self.chunk if whole_filled else EXTEND_MOST * self.chunk
 
     def extension(
-        self, entry: dict[str, Any] | None, members: list[Member], most: int | None = None
+        self, entry: dict[str, Any] | None, members: list[Member], most: int = 0
     ) -> list[str] | None:
         """The parts of members' block made from the block an entry holds: its profile and the
         members after those it holds, when it holds the first of members (in time order) and
-        at most EXTEND_MOST merges' worth are new; else None (merge the block anew from its
-        parts: when a warm-up falls behind, extending still costs each new member one merge,
-        where merging anew would merge it again at every level under the block)."""
+        at most `most` are new (0: EXTEND_MOST merges' worth); else None (merge the block anew
+        from its parts: when a warm-up falls behind, extending still costs each new member one
+        merge, where merging anew would merge it again at every level under the block)."""
         new = self.lacks(entry, members)
         if entry is None or not new or len(new) > (most or EXTEND_MOST * self.chunk):
             return None

@@ -6,6 +6,8 @@ process to be free of merges someone waits for), holding the lease meanwhile. A 
 the same block waits for that lease, so it says so (Leases.wanted), and the warm-up's merges
 under the lease then queue as the view's would: on the fleet bench views waited up to 9 s for
 a 10 s block whose warm-up merge waited, holding its lease, behind the merges of other views.
+A view that may be answered behind does not wait for a growing block's lease at all
+(entry_lease's if_free: Blocks answers with the block as it was, the rest pending).
 """
 
 from __future__ import annotations

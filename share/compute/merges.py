@@ -22,7 +22,8 @@ from ..pprof.inflate import human_size
 from .pool import AnalysisFailed, ComputePool, job_settings
 
 # A background merge waits this long for its merge process to be free, then gives way (the
-# warm-up leaves the work to a view): it may hold a block's lease meanwhile.
+# warm-up leaves the work to a view): it may hold a block's lease meanwhile, and stops waiting
+# at once when someone waits for that lease (urgent_when).
 BACKGROUND_WAIT_SECONDS = 10.0
 
 

@@ -59,10 +59,10 @@ def jobs(pool: ComputePool) -> list[int]:
 
 
 @contextlib.contextmanager
-def busy(pool: ComputePool, slot: int) -> Iterator[threading.Thread]:
-    """The slot's process running a sleep of BUSY_SECONDS that someone waits for; it has taken
+def busy(pool: ComputePool, slot: int, seconds: float = BUSY_SECONDS) -> Iterator[threading.Thread]:
+    """The slot's process running a sleep of `seconds` that someone waits for; it has taken
     it when this yields (the thread ends with the job)."""
-    job = {"op": "sleep", "seconds": BUSY_SECONDS}
+    job = {"op": "sleep", "seconds": seconds}
     thread = threading.Thread(target=pool.run, args=(job,), kwargs={"slot": slot})
     thread.start()
     try:
@@ -293,21 +293,32 @@ def test_a_reservation_stops_waiting_when_its_caller_says_so(share: Share) -> No
         with share.compute.reserve(MERGE_SLOT, BUSY_SECONDS * 2, lambda: bool(told)) as got:
             waited = time.monotonic() - started
             assert got is None
-    assert 0.4 < waited < 1.5
+    assert 0.4 < waited < BUSY_SECONDS  # told at 0.5 s; it would wait 6 s
 
 
 def test_a_warm_up_s_merge_under_a_lease_a_view_waits_for_queues_as_the_view_would(
-    share: Share,
+    share: Share, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The warm-up merges a block in the background holding its lease; a view that needs the
     same block waits for the lease and says so, and the warm-up's merge is then taken in
     turn with merges someone waits for: before another view's merge asked after that, not
-    behind it (as a warm-up's merge that nobody waits for is: the test above)."""
-    a, b, c = uploaded(share, "hurry a", "hurry b", "hurry c")
+    behind it (as a warm-up's merge that nobody waits for is: the test above). Each step
+    waits for the one before (events, not sleeps: CI runs this beside other tests)."""
+    a, b = uploaded(share, "hurry a", "hurry b")
     finished: list[str] = []
+    holding, queued = threading.Event(), threading.Event()
+    run = share.compute.run
+
+    def noting_run(job: Any, *args: Any, **kwargs: Any) -> Any:
+        if threading.current_thread().name == "warm_up":  # it queues as views' merges do
+            queued.set()
+        return run(job, *args, **kwargs)
+
+    monkeypatch.setattr(share.compute, "run", noting_run)
 
     def warm_up() -> None:
         with share.merges.background(), entry_lease(share, "cid", "b|block", "a block", 10):
+            holding.set()
             share.merges.merge_ids([a, b])
         finished.append("warm-up")
 
@@ -315,16 +326,23 @@ def test_a_warm_up_s_merge_under_a_lease_a_view_waits_for_queues_as_the_view_wou
         with entry_lease(share, "cid", "b|block", "a block", 10):
             finished.append("waiter")
 
-    def view() -> None:
-        share.merges.merge_ids([a, c])
+    def view() -> None:  # another view's merge: a job someone waits for, long enough that
+        # the warm-up's thread notes its end first however busy the machine is
+        run({"op": "sleep", "seconds": 1.0}, slot=MERGE_SLOT)
         finished.append("view")
 
-    with busy(share.compute, MERGE_SLOT):
-        threads = [threading.Thread(target=f) for f in (warm_up, waiter, view)]
-        for thread in threads:
-            thread.start()
-            time.sleep(0.4)  # each asks after the one before
+    steps = BUSY_SECONDS  # each step's most: all three happen while the process is busy
+    with busy(share.compute, MERGE_SLOT, 3 * steps):
+        threads = [threading.Thread(target=f, name=f.__name__) for f in (warm_up, waiter, view)]
+        threads[0].start()
+        assert holding.wait(steps)
+        threads[1].start()
+        # Without the hurry nothing is queued while the process is busy: the view asks first.
+        if queued.wait(steps):
+            time.sleep(0.5)  # its connection made
+        threads[2].start()
         for thread in threads:
             thread.join()
-    assert finished.index("warm-up") < finished.index("view"), finished
-    assert finished.index("warm-up") < finished.index("waiter"), finished
+    said = f"{finished}, the warm-up's merge queued: {queued.is_set()}"
+    assert finished.index("warm-up") < finished.index("view"), said
+    assert finished.index("warm-up") < finished.index("waiter"), said

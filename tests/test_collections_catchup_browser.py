@@ -23,7 +23,13 @@ MATCH_B = 'pod="b"'
 
 
 def selection(server: str, cid: str, **query: str) -> dict:  # type: ignore[type-arg]
-    r = requests.get(f"{server}/api/v1/collections/{cid}/selection", params=query, timeout=60)
+    """What the selection resolves to; asked again while the server says its merge goes on
+    (the impatient server waits 0.3 s: a slow or busy machine outlasts that)."""
+    for _ in range(60):
+        r = requests.get(f"{server}/api/v1/collections/{cid}/selection", params=query, timeout=60)
+        if r.status_code != 503 or "still being merged" not in r.text:
+            break
+        time.sleep(0.5)
     assert r.status_code == 200, r.text
     return r.json()  # type: ignore[no-any-return]
 

@@ -39,6 +39,9 @@ def pool(**settings: Any) -> ComputePool:
 @pytest.fixture
 def one() -> Any:
     p = pool(ANALYSIS_SECONDS=3)
+    # Started before the tests' jobs, which are held to 3 s: under the suite's load on a slow
+    # day, starting the processes took longer than that ("no compute process is answering").
+    p.run({"op": "ping"}, seconds=60)
     yield p
     p.close()
 

@@ -206,7 +206,9 @@ def test_a_drop_during_an_upload_joins_the_queue(live_server: str, page) -> None
     first = unique_profile(CORPUS / "go-runtime" / "cpu-large.pb.gz")
     second = unique_profile(CORPUS / "go-runtime" / "heap.pb.gz")
     page.goto(live_server + "/")
-    throttle(page, 1024 * 1024)
+    # 600 KB at 128 KiB/s: about 4.6 s, time for the second drop and its review on a loaded
+    # machine (at 1 MiB/s the first upload once finished first and the page went to its link).
+    throttle(page, 128 * 1024)
     drop(page, [("first.pb.gz", first)])
     confirm_review(page)
     page.wait_for_function("() => Number(document.getElementById('progress').dataset.loaded) > 0")

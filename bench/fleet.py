@@ -20,10 +20,11 @@ as someone typing times into the API would ask, whose edges cut into the blocks'
 Phases: adds alone for --calibrate seconds (the CPU an add costs), then adds and viewers for
 --seconds (goals: p99 add < 250 ms, p99 view < 1 s, 0 errors), then the ramp: the add rate
 times --factor per --step-seconds step while it holds (down instead when the steady phase did
-not), and the highest rate that held. Each phase prints p50/p90/p99/max of adds and views
-(and per view), errors, the adds/s achieved, and the CPU seconds of every process by role
-(web workers, compute processes, gunicorn masters, Redis, moto, HAProxy, and this generator)
-read from /proc, per add and per view. Rate limits are off (one address sends everything).
+not), each step on a collection of its own, and the highest rate that held. Each phase prints
+p50/p90/p99/max of adds and views (and per view), errors, the adds/s achieved, and the CPU
+seconds of every process by role (web workers, compute processes, gunicorn masters, Redis,
+moto, HAProxy, and this generator) read from /proc, per add and per view. Rate limits are
+off (one address sends everything).
 """
 
 from __future__ import annotations
@@ -392,6 +393,10 @@ def ramp(
     best = rate if held else None
     for i in range(args.steps):
         rate = rate * args.factor if held else rate / args.factor
+        # A collection of its own: a fleet adding at this rate, viewed over its own past. On
+        # the steady phase's collection the viewers' ranges (now-60m, drags over everything so
+        # far) kept merging its 20 adds/s, whatever the step's rate.
+        fleet = Fleet(fleet.url, fleet.profiles, args)
         phase = Phase(f"ramp {i + 1}", args.step_seconds, rate)
         report(run_phase(fleet, meter, phase, args.viewers), per_add)
         if phase.held():

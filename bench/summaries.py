@@ -247,7 +247,7 @@ def one_run(
     parsed, ms = cpu_ms(lambda: [parse(m) for m in members])
     note("decode members", ms)
     columns, ms = cpu_ms(lambda: [combine.from_parsed(p) for p in parsed])
-    merged, ms2 = cpu_ms(lambda: combine.merged_prof(columns, []))
+    merged, ms2 = cpu_ms(lambda: combine.merged_prof(columns, ""))
     raw, ms3 = cpu_ms(lambda: combine.encode(merged))
     gz, ms4 = cpu_ms(lambda: gzip.compress(raw, 1, mtime=0))
     block, ms5 = cpu_ms(lambda: parse(gz))
@@ -273,7 +273,7 @@ def one_run(
     blocks = [merged] * args.windows
 
     def selection_view() -> None:
-        t = tables(parse(gzip.compress(combine.encode(combine.merged_prof(blocks, [])), 1)))
+        t = tables(parse(gzip.compress(combine.encode(combine.merged_prof(blocks, "")), 1)))
         views.flamegraph_doc(t, t.sample_index(None))
 
     _, ms = cpu_ms(selection_view)

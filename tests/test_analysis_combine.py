@@ -9,7 +9,7 @@ import orjson
 import pytest
 
 from share import pprof
-from share.analysis.combine import combine, scaling
+from share.analysis.combine import combine, encode, scaling
 from share.analysis.combine.merge import IncompatibleProfiles
 from share.analysis.measure.units import MIN64
 from share.analysis.model import keys
@@ -221,6 +221,44 @@ def test_first_order_is_the_same_with_and_without_the_compiled_core(
     monkeypatch.setattr(scan, "LIB", None)
     assert compiled.tolist() == keys.first_order(values, size).tolist()
     assert compiled.tolist() == list(dict.fromkeys(values.tolist()))
+
+
+def test_varints_and_byte_runs_are_the_same_with_and_without_the_compiled_core(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """encode.py's varints and copies take scan.c's loops when it was built: the same bytes as
+    numpy's passes, at every varint length, and a place outside the output is refused."""
+    edges = [0, 1, 127, 128, 16383, 16384, 2**35, 2**56 - 1, 2**63, 2**64 - 1]
+    values = np.array(edges + list(np.random.default_rng(3).integers(0, 2**63, 500)), np.uint64)
+    per = np.random.default_rng(4).integers(0, 5, 40)
+    messages = np.concatenate([[0], np.cumsum(per)]).astype(np.int64)
+    values = values[: int(messages[-1])]
+    runs = np.random.default_rng(5).integers(0, 256, 3000).astype(np.uint8)
+    run_off = np.array([0, 5, 5, 900, 2999, 3000], dtype=np.int64)  # an empty one among them
+    compiled = encode.varints(values, messages), encode.delimited(3, (runs, run_off))
+    joined = encode.join([compiled[0], encode.scalar(1, values[: len(per)])])
+    assert encode._varint_lengths(values[:10]).tolist() == [1, 1, 1, 2, 2, 3, 6, 8, 10, 10]
+    with pytest.raises(ValueError, match="outside"):
+        scan.put_varints(np.zeros(4, np.uint8), np.array([2]), values[8:9], np.array([10]))
+    with pytest.raises(ValueError, match="outside"):
+        scan.copy_ranges(np.zeros(4, np.uint8), np.array([1]), runs, np.array([0]), np.array([4]))
+    monkeypatch.setattr(scan, "LIB", None)
+    plain = encode.varints(values, messages), encode.delimited(3, (runs, run_off))
+    for (a, a_off), (b, b_off) in zip(compiled, plain, strict=True):
+        assert a.tobytes() == b.tobytes() and a_off.tolist() == b_off.tolist()
+    again = encode.join([plain[0], encode.scalar(1, values[: len(per)])])
+    assert joined[0].tobytes() == again[0].tobytes()
+
+
+@pytest.mark.parametrize("path", ["go-runtime/cpu-labels.pb.gz", "go-runtime/heap-large.pb.gz"])
+def test_a_merge_encodes_the_same_with_and_without_the_compiled_core(
+    path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    parsed = pprof.parse((CORPUS / path).read_bytes(), max_profile_bytes=1 << 30)
+    merged = combine.merged_prof([combine.from_parsed(parsed)] * 2, "twice")
+    compiled = combine.encode(merged)
+    monkeypatch.setattr(scan, "LIB", None)
+    assert combine.encode(merged) == compiled
 
 
 @pytest.mark.parametrize(

@@ -7,6 +7,10 @@ allocated to those sizes. No Python object per sample, location or label is made
 decoding of the samples is not needed at all. LIB is None when the library was not built (no C
 compiler at install time): decode.py then uses the pure-Python path for every file, with the
 same results, about three times slower on large profiles.
+
+The analysis takes a few of its loops too, each with a numpy path beside it that gives the same
+results: stack hashes and group sums, and the varints and byte runs of a merge's encoding
+(varint_lengths, put_varints, copy_ranges).
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-VERSION = 4  # scan.c's PPS_VERSION: a library built from another scan.c is not used
+VERSION = 5  # scan.c's PPS_VERSION: a library built from another scan.c is not used
 LIBRARY = "_scan" + (sysconfig.get_config_var("SHLIB_SUFFIX") or ".so")
 
 # scan.c's counts[] and outs[], in its order.
@@ -99,6 +103,12 @@ def _load(path: Path) -> ctypes.CDLL | None:
     lib.pps_first_order.argtypes = [pointer, size, size, pointer, pointer]
     lib.pps_group_sums.restype = None
     lib.pps_group_sums.argtypes = [pointer, pointer, pointer, size, size, pointer]
+    lib.pps_varint_lengths.restype = None
+    lib.pps_varint_lengths.argtypes = [pointer, size, pointer]
+    lib.pps_put_varints.restype = None
+    lib.pps_put_varints.argtypes = [pointer, size, pointer, pointer]
+    lib.pps_copy_ranges.restype = None
+    lib.pps_copy_ranges.argtypes = [pointer, pointer, pointer, pointer, size, pointer]
     return lib
 
 
@@ -215,3 +225,47 @@ def first_order(values: np.ndarray, size: int) -> np.ndarray | None:
     count = LIB.pps_first_order(values64.ctypes.data, len(values64), size, seen.ctypes.data,
                                 out.ctypes.data)  # fmt: skip
     return out[:count] if count >= 0 else None
+
+
+def varint_lengths(v: np.ndarray) -> np.ndarray | None:
+    """The byte length of each uint64's varint (scan.c); None without the library."""
+    if LIB is None or v.dtype != np.uint64:
+        return None
+    v = np.ascontiguousarray(v)
+    out = np.empty(len(v), dtype=np.int64)
+    LIB.pps_varint_lengths(v.ctypes.data, len(v), out.ctypes.data)
+    return out
+
+
+def put_varints(out: np.ndarray, at: np.ndarray, v: np.ndarray, lengths: np.ndarray) -> bool:
+    """Write each uint64 v[i] as its varint of lengths[i] bytes (varint_lengths) at out[at[i]:]
+    (scan.c); False without the library, leaving it to the caller."""
+    if LIB is None or v.dtype != np.uint64 or out.dtype != np.uint8 or not out.flags.c_contiguous:
+        return False
+    v, at = np.ascontiguousarray(v), np.ascontiguousarray(at, dtype=np.int64)
+    if len(at) and (int(at.min()) < 0 or int((at + lengths).max()) > len(out)):
+        raise ValueError("a varint's place lies outside the output")
+    LIB.pps_put_varints(v.ctypes.data, len(v), at.ctypes.data, out.ctypes.data)
+    return True
+
+
+def copy_ranges(
+    out: np.ndarray, dst: np.ndarray, data: np.ndarray, src: np.ndarray, lengths: np.ndarray
+) -> bool:
+    """out[dst[i]:dst[i] + lengths[i]] = data[src[i]:src[i] + lengths[i]] for each i, uint8
+    arrays (scan.c); False without the library, leaving it to the caller."""
+    if LIB is None or out.dtype != np.uint8 or data.dtype != np.uint8:
+        return False
+    if not out.flags.c_contiguous:
+        return False
+    data = np.ascontiguousarray(data)
+    dst, src, lengths = (np.ascontiguousarray(a, dtype=np.int64) for a in (dst, src, lengths))
+    if not len(lengths):
+        return True
+    if int(lengths.min()) < 0 or int(dst.min()) < 0 or int(src.min()) < 0:
+        raise ValueError("a byte run with a negative place or length")
+    if int((dst + lengths).max()) > len(out) or int((src + lengths).max()) > len(data):
+        raise ValueError("a byte run lies outside its array")
+    LIB.pps_copy_ranges(data.ctypes.data, src.ctypes.data, dst.ctypes.data, lengths.ctypes.data,
+                        len(lengths), out.ctypes.data)  # fmt: skip
+    return True

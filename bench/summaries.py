@@ -36,6 +36,7 @@ import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, TypeVar
 
 import numpy as np
@@ -163,7 +164,8 @@ def summed(parts: Sequence[Summary]) -> Summary:
 
 
 def flame_doc(s: Summary, budget: int = flame.FLAME_NODE_BUDGET) -> dict[str, Any]:
-    """The flame graph JSON of a summary's default sample type, as views.flamegraph_doc."""
+    """The flame graph JSON of a summary's default sample type, as views.flamegraph_doc: the
+    core's own flame.flamegraph, given the parts of a Graph it reads."""
     index = sample_index(s.sample_types, s.default_type, None)
     assert index is not None
     w = s.values[:, index]
@@ -172,35 +174,12 @@ def flame_doc(s: Summary, budget: int = flame.FLAME_NODE_BUDGET) -> dict[str, An
         first_owner=_EMPTY, first_starts=_EMPTY, first_nodes=_EMPTY, stack_of=_EMPTY,
         names=s.names, files=s.files, keys=s.keys, any_inline=False,
     )  # fmt: skip
-    total = int(np.abs(w).sum())
-    t, order, names, files, name_index = flame.layout(st, w, total, 0.0, budget)
-    sample_type = s.sample_types[index]
-    return {
-        "sample_type": {"type": sample_type[0], "unit": sample_type[1]},
-        "sample_index": index,
-        "sample_types": [{"type": a, "unit": b} for a, b in s.sample_types],
-        "default_sample_index": index,
-        "total": total,
-        "unit": sample_type[1],
-        "names": names,
-        "files": files,
-        "nodes": {
-            "name": name_index.tolist(),
-            "depth": t.depth[order].tolist(),
-            "value": t.value[order].tolist(),
-            "self": t.self_[order].tolist(),
-        },
-        "trimmed": {
-            "nodes": t.hidden_nodes,
-            "value": t.hidden_value,
-            "max": t.hidden_max,
-            "node_fraction": 0.0,
-            "budget": budget,
-        },
-        "no_samples": not bool(w.any()),
-        "diff": False,
-        "warnings": [],
-    }
+    header = SimpleNamespace(sample_types=s.sample_types, sample_index=lambda _name: index)
+    g = SimpleNamespace(
+        tables=header, stacks=st, stack_weights=w, weights=w, total=int(np.abs(w).sum()),
+        index=index, sample_type=s.sample_types[index],
+    )  # fmt: skip
+    return {**flame.flamegraph(g, 0.0, budget), "diff": False, "warnings": []}  # type: ignore[arg-type]
 
 
 def canonical(doc: dict[str, Any]) -> dict[str, Any]:

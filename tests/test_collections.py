@@ -123,10 +123,16 @@ def test_every_upload_idiom_adds(client: Any) -> None:
     assert r.status_code == 201, r.data
     r = client.post(f"/c/{cid}?token={token}&label=pod=q", data=cpu("cpu-labels"))
     assert r.status_code == 201, r.data
+    # curl -T without the trailing slash: PUT /c/ID, an add, not a plain upload titled ID
+    bare = {"X-Collection-Token": token}
+    r = client.put(f"/c/{cid}?label=pod=bare", data=unique_profile("bare put"), headers=bare)
+    assert r.status_code == 201 and r.headers["X-Member-Added"] == "1", r.data
+    assert client.put(f"/c/{cid}", data=unique_profile("no token")).status_code == 403
     got = sorted(tuple(sorted(m["labels"].items())) for m in members(client, cid))
     assert got == [
         (("pod", "api-1"), ("run", "form"), ("zone", "eu")),
         (("pod", "api-1"), ("zone", "eu")),
+        (("pod", "bare"),),
         (("pod", "q"),),
     ]
 

@@ -58,6 +58,7 @@ ROUTES: list[tuple[str, list[str], Callable[..., object]]] = [
     ("/api/v1/collections", POST, capi.create),
     ("/c/<cid:cid>", POST, capi.add_post),
     ("/c/<cid:cid>/<path:filename>", PUT, capi.add_put),
+    ("/c/<cid:cid>", PUT, capi.add_put_bare),
     ("/c/<cid:cid>", DELETE, capi.delete),
     ("/c/<cid:cid>", GET, cviews.collection),  # page, merged profile, record or text
     ("/c/<cid:cid>/raw", GET, cviews.raw),

@@ -116,6 +116,12 @@ def add_put(cid: str, filename: str) -> Response:
     return _add(body, filename)
 
 
+def add_put_bare(cid: str) -> Response:
+    """curl -T p.pb.gz -H 'X-Collection-Token: T' HOST/c/ID (no slash): an add too, not the
+    plain upload titled ID that PUT /<name> makes, which never joined the collection."""
+    return add_put(cid, "")
+
+
 def delete(cid: str) -> Response:
     """curl -X DELETE -H 'X-Collection-Token: T' HOST/c/ID"""
     removed = collections().delete(cid, _token())

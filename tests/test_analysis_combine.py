@@ -242,7 +242,13 @@ def test_varints_and_byte_runs_are_the_same_with_and_without_the_compiled_core(
         scan.put_varints(np.zeros(4, np.uint8), np.array([2]), values[8:9], np.array([10]))
     with pytest.raises(ValueError, match="outside"):
         scan.copy_ranges(np.zeros(4, np.uint8), np.array([1]), runs, np.array([0]), np.array([4]))
+    padded = np.zeros(8, np.uint8)  # as many bytes as asked for, never more (numpy's way too)
+    encode._put_varints(padded, np.array([1]), np.array([300], np.uint64), np.array([4]))
+    assert padded.tolist() == [0, 0xAC, 0x82, 0x80, 0x00, 0, 0, 0]
     monkeypatch.setattr(scan, "LIB", None)
+    plain_padded = np.zeros(8, np.uint8)
+    encode._put_varints(plain_padded, np.array([1]), np.array([300], np.uint64), np.array([4]))
+    assert plain_padded.tolist() == padded.tolist()
     plain = encode.varints(values, messages), encode.delimited(3, (runs, run_off))
     for (a, a_off), (b, b_off) in zip(compiled, plain, strict=True):
         assert a.tobytes() == b.tobytes() and a_off.tolist() == b_off.tolist()

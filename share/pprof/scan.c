@@ -609,18 +609,20 @@ void pps_varint_lengths(const uint64_t *v, int64_t n, int64_t *lengths) {
     }
 }
 
-/* pps_put_varints: each v[i] written as a varint at out[at[i]] (as many bytes as
- * pps_varint_lengths says): the packed fields and scalars of a merge's encoding
- * (share/analysis/combine/encode.py), a third of its time in numpy. */
-void pps_put_varints(const uint64_t *v, int64_t n, const int64_t *at, uint8_t *out) {
+/* pps_put_varints: each v[i] written as a varint of exactly lengths[i] bytes at out[at[i]]
+ * (pps_varint_lengths' lengths; never more, so the caller's bounds check holds): the packed
+ * fields and scalars of a merge's encoding (share/analysis/combine/encode.py), a third of its
+ * time in numpy. */
+void pps_put_varints(const uint64_t *v, int64_t n, const int64_t *at, const int64_t *lengths,
+                     uint8_t *out) {
     for (int64_t i = 0; i < n; i++) {
         uint64_t x = v[i];
         uint8_t *p = out + at[i];
-        while (x >= 0x80) {
+        for (int64_t k = 1; k < lengths[i]; k++) {
             *p++ = (uint8_t)(x | 0x80);
             x >>= 7;
         }
-        *p = (uint8_t)x;
+        *p = (uint8_t)(x & 0x7F);
     }
 }
 

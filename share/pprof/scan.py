@@ -106,7 +106,7 @@ def _load(path: Path) -> ctypes.CDLL | None:
     lib.pps_varint_lengths.restype = None
     lib.pps_varint_lengths.argtypes = [pointer, size, pointer]
     lib.pps_put_varints.restype = None
-    lib.pps_put_varints.argtypes = [pointer, size, pointer, pointer]
+    lib.pps_put_varints.argtypes = [pointer, size, pointer, pointer, pointer]
     lib.pps_copy_ranges.restype = None
     lib.pps_copy_ranges.argtypes = [pointer, pointer, pointer, pointer, size, pointer]
     return lib
@@ -243,9 +243,15 @@ def put_varints(out: np.ndarray, at: np.ndarray, v: np.ndarray, lengths: np.ndar
     if LIB is None or v.dtype != np.uint64 or out.dtype != np.uint8 or not out.flags.c_contiguous:
         return False
     v, at = np.ascontiguousarray(v), np.ascontiguousarray(at, dtype=np.int64)
+    lengths = np.ascontiguousarray(lengths, dtype=np.int64)
+    if len(at) != len(v) or len(lengths) != len(v):
+        raise ValueError("varints, places and lengths differ in number")
     if len(at) and (int(at.min()) < 0 or int((at + lengths).max()) > len(out)):
         raise ValueError("a varint's place lies outside the output")
-    LIB.pps_put_varints(v.ctypes.data, len(v), at.ctypes.data, out.ctypes.data)
+    if len(lengths) and (int(lengths.min()) < 1 or int(lengths.max()) > 10):
+        raise ValueError("a varint of under 1 or over 10 bytes")
+    LIB.pps_put_varints(v.ctypes.data, len(v), at.ctypes.data, lengths.ctypes.data,
+                        out.ctypes.data)  # fmt: skip
     return True
 
 

@@ -16,7 +16,8 @@ Stacks, and checks it gives the merged profile's flame graph, before anyone wire
   so the decode is not counted again), its size as zlib'd arrays (what S3 would hold per
   member), summing 64 of them, and the flame graph laid out from the sum;
 - a range: summing the window summaries of --windows windows (a 5-minute range of 10 s
-  blocks), against merging the same windows' blocks from kept columns (today's selection).
+  blocks), against merging the same windows' blocks from kept columns, encoding, gzip and
+  decoding the result, and laying it out (today's selection and its view).
 
 Prints CPU milliseconds (process time, median of --runs) and the ratios. The flame graph JSON
 from the sum must equal the merged profile's with every node (budget 0: pprof's whole tree),
@@ -50,7 +51,7 @@ from share import pprof  # noqa: E402
 from share.analysis.combine import combine  # noqa: E402
 from share.analysis.flame import flame  # noqa: E402
 from share.analysis.model.graph import _merged_weights, node_sums  # noqa: E402
-from share.analysis.model.stacks import Stacks  # noqa: E402
+from share.analysis.model.stacks import Stacks, unique_stacks  # noqa: E402
 from share.analysis.model.tables import sample_index, tables  # noqa: E402
 from share.analysis.views import views  # noqa: E402
 from share.pprof import columns as pc  # noqa: E402
@@ -110,9 +111,8 @@ def summary(parsed: Any) -> Summary:
 
 
 def summed(parts: Sequence[Summary]) -> Summary:
-    """The summary of the parts' merge: nodes matched by key, stacks by their node ids (a
-    64-bit hash of them, checked for length), values added; stacks and nodes keep the order
-    they first appear in."""
+    """The summary of the parts' merge: nodes matched by key, equal stacks found as the core
+    finds them (stacks.unique_stacks: hashed, then compared), their values added."""
     ids: dict[str, int] = {}
     keys: list[str] = []
     names: list[str] = []
@@ -120,7 +120,7 @@ def summed(parts: Sequence[Summary]) -> Summary:
     frames, lengths, values = [], [], []
     for p in parts:
         known = len(ids)
-        remap = np.array([ids.setdefault(k, len(ids)) for k in p.keys], dtype=np.int32)
+        remap = np.array([ids.setdefault(k, len(ids)) for k in p.keys], dtype=np.int64)
         for i in np.flatnonzero(remap >= known).tolist():  # nodes first seen here
             keys.append(p.keys[i])
             names.append(p.names[i])
@@ -128,39 +128,16 @@ def summed(parts: Sequence[Summary]) -> Summary:
         frames.append(remap[p.frame_node])
         lengths.append(np.diff(p.frame_off))
         values.append(p.values)
-    frame_node = np.concatenate(frames)
-    length = np.concatenate(lengths)
-    off = np.zeros(len(length) + 1, dtype=np.int64)
-    np.cumsum(length, out=off[1:])
-    owner = np.repeat(np.arange(len(length)), length)
-    pos = np.arange(len(frame_node)) - off[owner]
-    with np.errstate(over="ignore"):
-        mix = (frame_node.astype(np.uint64) + np.uint64(1)) * np.uint64(0x9E3779B97F4A7C15)
-        mix ^= pos.astype(np.uint64) * np.uint64(0xC2B2AE3D27D4EB4F)
-        mix *= np.uint64(0x165667B19E3779F9)
-        h = np.zeros(len(length), dtype=np.uint64)
-        np.add.at(h, owner, mix)
-        h ^= length.astype(np.uint64) * np.uint64(0x27D4EB2F165667C5)
-    _, first, inverse = np.unique(h, return_index=True, return_inverse=True)
-    order = np.argsort(first, kind="stable")  # stacks in the order they first appear
-    rank = np.empty(len(order), dtype=np.int64)
-    rank[order] = np.arange(len(order))
-    stack = rank[inverse]
-    kept = first[order]
-    vals = np.zeros((len(kept), parts[0].values.shape[1]), dtype=np.int64)
-    np.add.at(vals, stack, np.concatenate(values))
-    new_off = pc.offsets(length[kept])
-    take = pc.ranges(off[kept], length[kept])
-    return Summary(
-        keys,
-        names,
-        files,
-        frame_node[take],
-        new_off,
-        vals,
-        parts[0].sample_types,
-        parts[0].default_type,
+    stack, frame_node, off = unique_stacks(
+        np.concatenate(frames), pc.offsets(np.concatenate(lengths)), always=True
     )
+    vals = np.zeros((len(off) - 1, parts[0].values.shape[1]), dtype=np.int64)
+    np.add.at(vals, stack, np.concatenate(values))
+    first = parts[0]
+    return Summary(
+        keys, names, files, frame_node.astype(np.int32), off, vals, first.sample_types,
+        first.default_type,
+    )  # fmt: skip
 
 
 def flame_doc(s: Summary, budget: int = flame.FLAME_NODE_BUDGET) -> dict[str, Any]:

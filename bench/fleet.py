@@ -213,8 +213,9 @@ class Fleet:
                 # A label selection's series has blocks of its own, built when first viewed:
                 # its range views are reported apart from the whole collection's.
                 of = ", labels" if "match" in q else ""
-                steps = [
+                steps = [  # what the collection page asks for, as it asks
                     ("collection page", f"{self.url}/c/{self.cid}", q, html),
+                    ("selection", f"{api}/selection", {**q, "summed": "1"}, {}),
                     ("timeline", f"{api}/timeline", {**q, "group_by": "zone"}, {}),
                     (f"range flame{of}", f"{api}/flamegraph", q, {}),
                     (f"range top{of}", f"{api}/top", q, {}),

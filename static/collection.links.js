@@ -45,7 +45,10 @@ export class SelectionLinks {
     $("sel-error").hidden = true;
     let found;
     try {
-      found = await getJSON(this.root.dataset.selectionUrl + location.search);
+      // summed=1: as the views, which sum a selection's parts rather than merge them.
+      const q = new URLSearchParams(location.search);
+      q.set("summed", "1");
+      found = await getJSON(`${this.root.dataset.selectionUrl}?${q}`);
     } catch (err) {
       if (call !== this.call) return;
       this.found = null;
@@ -60,11 +63,14 @@ export class SelectionLinks {
     this.drawSides(sel, base, found);
     if (found.pending || found.base_pending) this.catchUp(call, sel, base, own);
     this.drawSnapshot();
-    this.root.dataset.selection = found.profile;
+    this.root.dataset.selection = found.profile || "";
     try {
-      const rec = await getJSON(`${this.root.dataset.profilesUrl}/${found.profile}`);
+      // A selection summed, not merged (its flame graph and top table need no merge) has no
+      // record of its own until its snapshot merges it: the facts alone.
+      const rec = found.profile ? await getJSON(`${this.root.dataset.profilesUrl}/${found.profile}`) : null;
       if (call !== this.call) return;
-      renderMeta(rec);
+      if (rec) renderMeta(rec);
+      else $("meta-list").replaceChildren();
       const list = $("meta-list");
       const facts = [["Members merged", String(found.members)], ["Pre-merged blocks", String(found.blocks)]];
       if (found.base) facts.push(["Base members", String(found.base_members)]);
@@ -139,13 +145,21 @@ export class SelectionLinks {
     const prefix = this.root.dataset.prefix;
     const q = new URLSearchParams(this.view.params);
     if (f.base) q.set("diff_base", f.base);
-    const page = `${prefix}/${f.profile}${q.size ? `?${q}` : ""}`;
+    // Not merged yet (summed): the collection's snapshot link merges it, then leads there.
+    let at = `${prefix}/${f.profile}`;
+    if (!f.profile) {
+      at = this.root.dataset.rawUrl.split("?")[0].replace(/\/raw$/, "/snapshot");
+      for (const [k, v] of new URLSearchParams(location.search)) q.set(k, v);
+    }
+    const query = (extra) => (extra.size ? `?${extra}` : "");
+    const page = `${at}${query(q)}`;
     this.snapshot = page;
     $("snapshot-link").href = page + location.hash;
     if (this.view.sampleIndex) q.set("si", this.view.sampleIndex);
-    $("embed-link-sel").href = `${prefix}/${f.profile}/embed${q.size ? `?${q}` : ""}`;
-    const si = this.view.sampleIndex ? `?si=${encodeURIComponent(this.view.sampleIndex)}` : "";
-    $("preview-link").href = `${prefix}/${f.profile}/preview.png${si}`;
+    $("embed-link-sel").href = `${at}/embed${query(q)}`;
+    const si = new URLSearchParams(f.profile ? {} : new URLSearchParams(location.search));
+    if (this.view.sampleIndex) si.set("si", this.view.sampleIndex);
+    $("preview-link").href = `${at}/preview.png${query(si)}`;
     $("preview-link").hidden = Boolean(f.base); // the picture is of one profile, never a diff
   }
 }

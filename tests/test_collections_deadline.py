@@ -20,7 +20,9 @@ def test_a_view_past_its_wait_is_a_503_and_its_merge_is_kept(backend: dict[str, 
     pids = [add(client, cid, token, f"late{i}", at + i * 0.01) for i in range(3)]
 
     share.settings["COLLECTION_VIEW_SECONDS"] = 0.001  # less than any merge takes
-    r = client.get(f"/api/v1/collections/{cid}/top", query_string={"to": str(at + 5)})
+    # focus=: a view that reads the merge (the plain top table sums the members instead)
+    query = {"to": str(at + 5), "focus": "main"}
+    r = client.get(f"/api/v1/collections/{cid}/top", query_string=query)
     assert r.status_code == 503, r.data
     assert r.headers["Retry-After"] == "5"
     assert b"still being merged" in r.data
@@ -48,8 +50,9 @@ def test_asks_of_one_selection_past_their_wait_share_one_resolve(backend: dict[s
         assert r.status_code == 201, r.data
 
     share.settings["COLLECTION_VIEW_SECONDS"] = 0.001
-    for view in ("top", "flamegraph", "top"):
-        r = client.get(f"/api/v1/collections/{cid}/{view}", query_string={"to": str(at + 5)})
+    for view in ("top", "flamegraph", "top"):  # with focus=, they read the merge
+        query = {"to": str(at + 5), "focus": "main"}
+        r = client.get(f"/api/v1/collections/{cid}/{view}", query_string=query)
         assert r.status_code == 503, r.data
     resolving = [t for t in threading.enumerate() if t.name == f"resolve {cid}"]
     assert len(resolving) == 1

@@ -239,7 +239,7 @@ def waits(args: Mapping[str, str]) -> bool:
 
 def view_args(args: Mapping[str, str]) -> dict[str, str]:
     """The request's parameters less the selection's: the pprof options of the view."""
-    skip = {*SELECTION_PARAMS, *BASE_PARAMS, "token", "group_by", "step", "wait"}
+    skip = {*SELECTION_PARAMS, *BASE_PARAMS, "token", "group_by", "step", "wait", "summed"}
     return {k: v for k, v in args.items() if k not in skip}
 
 

@@ -241,15 +241,22 @@ class Collections:
         return kind
 
     def merged(
-        self, c: Collection, s: sel.Selection, kind: str | None, behind: bool = False
+        self,
+        c: Collection,
+        s: sel.Selection,
+        kind: str | None,
+        behind: bool = False,
+        merge: bool = True,
     ) -> tuple[str | None, Plan]:
         """The stored profile of the selection's members of one kind, and how it was made.
         A member whose profile is gone (deleted with its own token, lost by the store) is
         dropped from the collection, and the selection merged again without it. behind: an
         open selection, or a growing block of a range, may be used without its newest members
-        (Plan.pending; behind.BEHIND_FROM), as views are; the warm-up merges them in."""
+        (Plan.pending; behind.BEHIND_FROM), as views are; the warm-up merges them in.
+        merge=False: a selection of several parts is not merged unless it was before (None,
+        and the plan's parts: the views that read only stack summaries sum them instead)."""
         try:
-            return self._merged(c, s, kind, behind)
+            return self._merged(c, s, kind, behind, merge)
         except ShareError as exc:  # the compute tier's NotFound arrives as a ShareError
             if exc.code not in (404, 410):
                 raise
@@ -258,16 +265,16 @@ class Collections:
             if not dead:
                 raise
             self.index.remove(c.id, dead)
-            return self._merged(c, s, kind, behind)
+            return self._merged(c, s, kind, behind, merge)
 
     def _merged(
-        self, c: Collection, s: sel.Selection, kind: str | None, behind: bool
+        self, c: Collection, s: sel.Selection, kind: str | None, behind: bool, merge: bool = True
     ) -> tuple[str | None, Plan]:
         members = [m for m in self.members(c, s) if m.kind == kind]
         selector = ",".join(sorted(str(m) for m in s.matchers))
         if s.end is None and members:
-            return self._open(c, s, selector, kind or "", members, behind)
-        return self._planned(c, s, selector, kind or "", members, behind)
+            return self._open(c, s, selector, kind or "", members, behind, merge)
+        return self._planned(c, s, selector, kind or "", members, behind, merge)
 
     def _planned(
         self,
@@ -277,9 +284,11 @@ class Collections:
         kind: str,
         members: list[Member],
         behind: bool = False,
+        merge: bool = True,
     ) -> tuple[str | None, Plan]:
         """The selection merged from the blocks and loose members that cover it (behind:
-        growing ones may be served behind, behind.BEHIND_FROM)."""
+        growing ones may be served behind, behind.BEHIND_FROM); merge=False: not merged
+        unless it was before."""
         plan = self.blocks.plan(c, selector, kind, members, s.start, s.end, behind)
         if not plan.parts:
             return None, plan
@@ -289,6 +298,8 @@ class Collections:
         entry = self.index.entry_get(c.id, key)
         if entry is not None and self.blocks.live(entry["pid"]):
             return entry["pid"], plan
+        if not merge:
+            return None, plan
         with entry_lease(self.share, c.id, key, "the collection's selection", self.blocks.wait):
             entry = self.index.entry_get(c.id, key)
             if entry is not None and self.blocks.live(entry["pid"]):
@@ -307,10 +318,12 @@ class Collections:
         kind: str,
         members: list[Member],
         behind: bool = False,
+        merge: bool = True,
     ) -> tuple[str | None, Plan]:
         """A selection with no end, which every add extends (the default one, `from=now-1h`):
         what it merged to before, extended with the members added since when they are few
-        (blocks.Blocks.extension), else merged from blocks; kept as an entry either way."""
+        (blocks.Blocks.extension), else merged from blocks; kept as an entry either way.
+        merge=False: what it merged to before, else the parts it would be merged from."""
         # `from=now-15m` keeps one entry as its start moves on: the profile it named before is
         # superseded (gone after a grace), not left behind for its hour every 10 s.
         key = open_key(s, selector, kind)
@@ -327,11 +340,14 @@ class Collections:
         pid: str | None = None
         took = 0.0  # an extension's merge: what the next one costs (behind.served_behind)
         if grown is None:  # merged from blocks, under their leases, before this one's
-            pid, plan = self._planned(c, s, selector, kind, members, behind)
-            if plan.pending:  # some of its blocks are behind: not what the entry holds
+            pid, plan = self._planned(c, s, selector, kind, members, behind, merge)
+            if plan.pending or pid is None:  # not what the entry holds (or not merged)
                 return pid, plan
         else:
             plan = Plan(grown, len(members), 1, built=1, extended=1)
+            if not merge:
+                plan.built = plan.extended = 0
+                return None, plan
         with entry_lease(self.share, c.id, key, "the collection's selection", self.blocks.wait):
             entry = self.index.entry_get(c.id, key)
             if self.blocks.holding(entry, want) is not None:
@@ -364,15 +380,20 @@ class Collections:
             return entry["pid"], Plan([entry["pid"]], held, 1, pending=len(new))
         return self.merged(c, s, kind)
 
-    def resolve(self, cid: str, args: dict[str, str]) -> Resolved:
+    def resolve(self, cid: str, args: dict[str, str], merge: bool = True) -> Resolved:
         """The request's selection (and base selection) as stored profiles; recent times may
-        be answered behind (Plan.pending) unless the request says `wait` (sel.waits)."""
+        be answered behind (Plan.pending) unless the request says `wait` (sel.waits).
+        merge=False: a selection of several parts may be left unmerged (Resolved.pid None,
+        its parts in the plan), unless it has a base or the request says `wait`."""
         c = self.load(cid)
         now = self.share.clock()
         s = sel.selection(args, now)
         kind = s.kind or self.default_kind(c)
         behind = not sel.waits(args)
-        pid, plan = self.merged(c, s, kind, behind=behind)
+        # A comparison is merged; so is a selection asked with `wait` (the page's catch-up of
+        # what was pending): its merge becomes the entry that the next views find.
+        merge = merge or sel.has_base(args) or not behind
+        pid, plan = self.merged(c, s, kind, behind=behind, merge=merge)
         base = base_plan = None
         if sel.has_base(args):
             b = sel.selection(args, now, prefix="base_")

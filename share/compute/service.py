@@ -75,12 +75,27 @@ class ViewService:
     ) -> bytes:
         """A view of a profile (analysis.views), gzip-compressed. Options are canonical
         (analysis.options.parse); bases are the other profiles a diff view reads."""
-        flight = _Flight(self, pid, name, options, bases)
-        slot = self._slot(pid)
+        return self._once(_Flight(self, pid, name, options, bases), self._slot(pid))
+
+    def summed(
+        self, parts: tuple[str, ...], name: str, options: dict[str, Any], comment: str
+    ) -> bytes:
+        """View `name` (views.summed_viewable) of the merge of stored profiles `parts` (two
+        or more), computed from their stack summaries (worker.summed) without storing the
+        merge, once, then cached under the first part (so it never outlives it) by the digest
+        of all. Sums of one selection go to one analysis process, where its summaries and
+        their sum stay warm for its other views."""
+        flight = _Flight(self, parts[0], name, options, (), parts=parts, comment=comment)
+        return self._once(flight, self.compute.slot_of(flight.parts_key))
+
+    def _once(self, flight: _Flight, slot: int | None) -> bytes:
+        """The flight's view: cached, or computed once across every instance."""
 
         def compute() -> bytes:
             return flight.compute(
-                lambda job, stages: self.compute.run(job, profile=pid, slot=slot, progress=stages)
+                lambda job, stages: self.compute.run(
+                    job, profile=flight.pid, slot=slot, progress=stages
+                )
             )
 
         wait = self.compute.seconds + WAIT_MARGIN_SECONDS
@@ -147,14 +162,22 @@ class _Flight:
         name: str,
         options: dict[str, Any],
         bases: tuple[str, ...],
+        parts: tuple[str, ...] = (),
+        comment: str = "",
     ) -> None:
         self.service, self.pid, self.name = service, pid, name
         self.key = service.key(name, options, bases)
+        self.parts_key = ""
+        if parts:  # a sum of parts: cached under the first, by the digest of all
+            self.parts_key = hashlib.sha256("\n".join(parts).encode()).hexdigest()[:32]
+            self.key = f"summed:{self.parts_key}:{self.key}"
         self.failed_key = "failed:" + self.key
         self.once_key = f"{pid}:{self.key}"
         self.lease = f"{pid}:view:{hashlib.sha256(self.key.encode()).hexdigest()[:16]}"
         self.job = {"op": "view", "pid": pid, "bases": list(bases), "name": name,
                     "options": options, **service._job}  # fmt: skip
+        if parts:
+            self.job.update(op="summed", parts=list(parts), comment=comment)
 
     def cached(self) -> bytes | None:
         """The cached view; a ShareError while a recent failure of it is remembered."""

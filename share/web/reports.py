@@ -24,7 +24,9 @@ from .api import record_json, share
 HEADERS = {"svg": {"Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'"}}
 
 
-def _options(pid: str, name: str, args: Mapping[str, str] | None = None) -> dict[str, Any]:
+def view_options(pid: str, name: str, args: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The canonical options (analysis.views.options) of view `name` of profile pid asked for
+    with query args (the request's when None); a 400 naming a wrong one."""
     record = share().available(pid)  # 410 when the blob was lost, as the page
     types = [(t, u) for t, u in record.sample_types]
     try:
@@ -38,7 +40,7 @@ def _options(pid: str, name: str, args: Mapping[str, str] | None = None) -> dict
 def computed(pid: str, name: str, args: Mapping[str, str]) -> bytes:
     """View `name` of profile pid with the options of query args, gzip-compressed as cached;
     a diff's options name its bases, which the view reads too."""
-    opts = _options(pid, name, args)
+    opts = view_options(pid, name, args)
     return share().view(pid, name, opts, tuple(options.bases(opts)))
 
 
@@ -51,7 +53,7 @@ def summary_of(
     if wait:
         gz: bytes | None = computed(pid, "summary", args)
     else:
-        gz = share().cached_view(pid, "summary", _options(pid, "summary", args))
+        gz = share().cached_view(pid, "summary", view_options(pid, "summary", args))
     return None if gz is None else json.loads(gzip.decompress(gz))
 
 

@@ -62,6 +62,8 @@ ROUTES: list[tuple[str, list[str], Callable[..., object]]] = [
     ("/c/<cid:cid>", DELETE, capi.delete),
     ("/c/<cid:cid>", GET, cviews.collection),  # page, merged profile, record or text
     ("/c/<cid:cid>/raw", GET, cviews.raw),
+    ("/c/<cid:cid>/snapshot", GET, cviews.snapshot),
+    ("/c/<cid:cid>/snapshot/<what>", GET, cviews.snapshot),
     ("/c/<cid:cid>/top", GET, cviews.top_plain),
     ("/c/<cid:cid>/peek", GET, cviews.peek_plain),
     ("/c/<cid:cid>/tags", GET, cviews.tags_plain),

@@ -26,7 +26,7 @@ _REFINE = frozenset(f.name for f in fields(Spec))
 _TOP = ("node_fraction", "edge_fraction", "cum")
 
 
-def _plain(name: str, o: Mapping[str, Any]) -> bool:
+def is_plain(name: str, o: Mapping[str, Any]) -> bool:
     """Whether a flame graph / top request has none of pprof's options (the fast views)."""
     if any(k in o for k in _REFINE) or "zoom" in o:
         return False
@@ -49,7 +49,7 @@ def with_options(name: str, plain: Render) -> Render:
     """The flame graph / top view: as before without pprof's options, refined with them."""
 
     def render(profiles: Sequence[ParsedProfile], o: Mapping[str, Any]) -> bytes:
-        if _plain(name, o):
+        if is_plain(name, o):
             return plain(profiles, o)
         s, refined = subject(profiles, o)
         sides = name == "flamegraph" or (name == "top" and not any(k in o for k in _TOP))

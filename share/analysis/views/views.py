@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ...pprof import ParsedProfile
+from ..combine import summed
 from ..flame import flame
 from ..measure import text
 from ..model.graph import Graph, graph
@@ -24,6 +25,7 @@ from ..reports import summary
 from ..reports.top import top
 from . import diffview, preview
 from .docs import encode, shown, top_doc_of
+from .options import bases
 
 
 def graph_of(parsed: ParsedProfile, index: int | None) -> Graph:
@@ -130,3 +132,28 @@ def render(name: str, profiles: Sequence[ParsedProfile], options: Mapping[str, A
 
 def mimetype(name: str) -> str:
     return VIEWS[name][1]
+
+
+# --- a sum of stack summaries (combine.summed): a collection range's flame graph and top -------
+SUMMED_VIEWS = ("flamegraph", "top")
+
+
+def summed_viewable(name: str, options: Mapping[str, Any]) -> bool:
+    """Whether view `name` with these options reads only a summary: the flame graph and top
+    table without pprof's options, not a diff."""
+    from . import pprofviews
+
+    return name in SUMMED_VIEWS and pprofviews.is_plain(name, options) and not bases(options)
+
+
+def render_summed(name: str, s: summed.Summary, options: Mapping[str, Any]) -> bytes:
+    """The bytes of view `name` (summed_viewable) of a summed summary, as render() gives them
+    for the merged profile (the flame graph's names numbered in the sum's own order)."""
+    g = summed.graph(s, options["sample_index"])
+    if name == "flamegraph":
+        doc = flame.flamegraph(g, options["node_fraction"], options["budget"])
+        doc["diff"] = False
+        doc["warnings"] = []
+    else:
+        doc = top_doc_of(g, top(g, node_count=options["node_count"]))
+    return encode(doc)

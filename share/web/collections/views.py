@@ -8,13 +8,14 @@ import gzip
 import json
 import threading
 from typing import Any
+from urllib.parse import quote
 
-from flask import Response, jsonify, request
+from flask import Response, jsonify, redirect, request
 
 from ...analysis.reports import summary as summaries
 from ...analysis.views import views
 from ...collections import selection as sel
-from ...collections.service import Resolved
+from ...collections.service import SELECTION_TITLE, Resolved
 from ...errors import NotFound, ShareError
 from .. import reports
 from ..api import base_url, share
@@ -25,9 +26,9 @@ from . import api, page
 RETRY_SECONDS = 5
 
 
-def _resolved(cid: str) -> Resolved:
-    found = _resolved_within(cid, dict(request.args.items()))
-    if found.pid is None:
+def _resolved(cid: str, merge: bool = True) -> Resolved:
+    found = _resolved_within(cid, dict(request.args.items()), merge)
+    if not found.plan.parts:
         raise NotFound(f"collection {cid}: the selection holds no members")
     if sel.has_base(request.args) and found.base is None:
         raise NotFound(f"collection {cid}: the base selection holds no members")
@@ -40,16 +41,17 @@ _RUNNING: dict[tuple[str, ...], tuple[threading.Event, dict[str, Any]]] = {}
 _RUNNING_LOCK = threading.Lock()
 
 
-def _resolved_within(cid: str, args: dict[str, str]) -> Resolved:
+def _resolved_within(cid: str, args: dict[str, str], merge: bool = True) -> Resolved:
     """The selection resolved, waiting at most COLLECTION_VIEW_SECONDS for its merges. A first
     look that merges for longer (a label selection over hours: each member merged once into
     its blocks) answers 503 with Retry-After while its merges go on in this process, so that
     the next ask finds them. A balancer would cut the request off with a 504 and the client
     would not know the work was kept; the page asks again by itself. Requests for the same
     selection join the resolve running for it (_RUNNING): the work that goes on past its
-    requests is one resolve per selection asked for, not one per ask."""
+    requests is one resolve per selection asked for, not one per ask. merge=False: the
+    selection's parts may be left unmerged (service.Collections.resolve)."""
     service, seconds = api.collections(), float(share().settings["COLLECTION_VIEW_SECONDS"])
-    key = (cid, *sorted(f"{k}={v}" for k, v in args.items()))
+    key = (cid, str(merge), *sorted(f"{k}={v}" for k, v in args.items()))
     with _RUNNING_LOCK:
         running = _RUNNING.get(key)
         if running is None:
@@ -58,7 +60,7 @@ def _resolved_within(cid: str, args: dict[str, str]) -> Resolved:
             def resolve() -> None:
                 done, outcome = running
                 try:
-                    outcome["found"] = service.resolve(cid, args)
+                    outcome["found"] = service.resolve(cid, args, merge)
                 except BaseException as exc:  # noqa: BLE001 - raised again in the requests
                     outcome["error"] = exc
                 finally:
@@ -90,7 +92,10 @@ def _args(found: Resolved) -> dict[str, str]:
 
 
 def _headers(response: Response, found: Resolved) -> Response:
-    response.headers["X-Collection-Profile"] = f"{base_url()}/{found.pid}"
+    if found.pid is not None:  # else summed from its parts, never merged (_summed)
+        response.headers["X-Collection-Profile"] = f"{base_url()}/{found.pid}"
+    else:
+        response.headers["X-Collection-Summed"] = str(len(found.plan.parts))
     response.headers["X-Collection-Members"] = str(found.plan.members)
     response.headers["X-Collection-Blocks"] = str(found.plan.blocks)
     if found.plan.pending:  # members not merged in yet (recent times of a collection a fleet feeds)
@@ -104,10 +109,39 @@ def _headers(response: Response, found: Resolved) -> Response:
     return response
 
 
+def _summed(cid: str, name: str) -> tuple[Resolved, bytes] | None:
+    """The flame graph or top table of a selection of several parts from their stack
+    summaries summed (share.analysis.combine.summed), without merging them into a stored
+    profile: a range's first view costs about half, and every range of a fleet's collection
+    is a first view (bench/fleet.py). None when it is merged (views.summed_viewable: pprof's
+    options, a base) or its parts are gone (the merge drops gone members)."""
+    if name not in views.SUMMED_VIEWS or sel.has_base(request.args):
+        return None
+    found = _resolved(cid, merge=False)
+    if found.pid is not None:
+        return found, reports.computed(found.pid, name, _args(found))
+    parts = found.plan.parts
+    opts = reports.view_options(parts[0], name, _args(found))
+    if not views.summed_viewable(name, opts):
+        return None
+    c = api.collections().load(cid)
+    title = SELECTION_TITLE.format(cid=c.id, n=found.plan.members)
+    try:
+        return found, share().summed(parts, name, opts, title)
+    except ShareError as exc:
+        if exc.code not in (404, 410):
+            raise
+        return None
+
+
 def view(cid: str, name: str, warnings: bool = False) -> Response:
-    found = _resolved(cid)
+    summed = _summed(cid, name)
+    if summed is not None:
+        found, gz = summed
+    else:
+        found = _resolved(cid)
+        gz = reports.computed(found.pid, name, _args(found))  # type: ignore[arg-type]
     args = _args(found)
-    gz = reports.computed(found.pid, name, args)  # type: ignore[arg-type]
     response = reports.send(gz, views.mimetype(name))
     for header, value in reports.HEADERS.get(name, {}).items():
         response.headers[header] = value
@@ -120,10 +154,14 @@ def view(cid: str, name: str, warnings: bool = False) -> Response:
 
 
 def selection_doc(cid: str) -> Response:
-    """What the request selects: the stored profiles, how many members and blocks."""
-    found = _resolved(cid)
+    """What the request selects: the stored profiles, how many members and blocks. With
+    summed=1 (the collection page asks so), a selection of several parts not merged before
+    is not merged for this (profile null), as its flame graph and top table are summed
+    (_summed); its snapshot link merges it."""
+    found = _resolved(cid, merge=request.args.get("summed") not in ("1", "true"))
+    url = f"{base_url()}/{found.pid}" if found.pid else None
     doc: dict[str, Any] = {
-        "profile": found.pid, "profile_url": f"{base_url()}/{found.pid}",
+        "profile": found.pid, "profile_url": url, "summed": len(found.plan.parts) if not url else 0,
         "base": found.base, "base_url": f"{base_url()}/{found.base}" if found.base else None,
         "kind": found.kind, "members": found.plan.members, "parts": len(found.plan.parts),
         "blocks": found.plan.blocks, "built": found.plan.built, "extended": found.plan.extended,
@@ -132,6 +170,24 @@ def selection_doc(cid: str) -> Response:
         "base_pending": found.base_plan.pending if found.base_plan else None,
     }  # fmt: skip
     return jsonify(doc)
+
+
+SNAPSHOTS = ("", "embed", "preview.png")
+
+
+def snapshot(cid: str, what: str = "") -> Response:
+    """GET /c/ID/snapshot[/embed|/preview.png]?SELECTION&OPTIONS: the selection merged (now, if
+    it was not: its flame graph and top table were summed), then a redirect to the merged
+    profile's own page (embed, preview) with the view's options; a link that stays as it is
+    when the collection grows. The collection page's snapshot links lead here."""
+    if what not in SNAPSHOTS:
+        raise NotFound(f"no snapshot view {what!r}: ask for the page, embed or preview.png")
+    found = _resolved(cid)
+    args = _args(found)
+    query = "&".join(f"{quote(k)}={quote(v)}" for k, v in args.items())
+    target = f"{base_url()}/{found.pid}" + (f"/{what}" if what else "")
+    response = redirect(target + (f"?{query}" if query else ""), 303)
+    return _headers(response, found)
 
 
 def raw(cid: str) -> Response:

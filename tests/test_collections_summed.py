@@ -17,6 +17,7 @@ from test_collections_blocks import OPEN, create
 
 from share import pprof
 from share.analysis.combine import combine, summed
+from share.analysis.flame.flame import by_name
 from share.analysis.model.tables import tables
 from share.analysis.views import options, views
 
@@ -28,17 +29,6 @@ LIMITS = pprof.Limits()
 
 def parse(data: bytes) -> Any:
     return pprof.parse(data, max_profile_bytes=1 << 30, limits=LIMITS)
-
-
-def by_name(doc: dict[str, Any]) -> dict[str, Any]:
-    """A flame graph JSON with each node's name and file in place of its index (a sum and a
-    merge number their nodes differently)."""
-    doc = dict(doc)
-    names, files = doc.pop("names"), doc.pop("files")
-    nodes = dict(doc["nodes"])
-    nodes["name"] = [(names[i], files[i]) for i in nodes["name"]]
-    doc["nodes"] = nodes
-    return doc
 
 
 GROUPS = [

@@ -109,3 +109,15 @@ def sums(t: Tree, w: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         ids = by_depth[bounds[d] : bounds[d + 1]]
         np.add.at(cum, t.parent[ids], cum[ids])
     return cum, own, hidden
+
+
+def by_name(doc: dict[str, Any]) -> dict[str, Any]:
+    """A flame graph JSON with each node's (name, file) in place of its index into the names:
+    two layouts of one tree compared, whose profiles number their nodes differently (a merge
+    and a sum of stack summaries: share.analysis.combine.summed)."""
+    doc = dict(doc)
+    names, files = doc.pop("names"), doc.pop("files")
+    nodes = dict(doc["nodes"])
+    nodes["name"] = [(names[i], files[i]) for i in nodes["name"]]
+    doc["nodes"] = nodes
+    return doc

@@ -318,16 +318,6 @@ class Share:
             self.merges.check("a diff", len(records), sum(r.size_bytes for r in records))
         return self.views.view(pid, name, options, bases)
 
-    def summed(
-        self, parts: Sequence[str], name: str, options: dict[str, Any], comment: str
-    ) -> bytes:
-        """View `name` of the merge of live profiles `parts` without merging them: from their
-        stack summaries, summed (compute.service.ViewService.summed; analysis.combine.summed).
-        The parts are held to the bytes a merge may read, as a merge's are."""
-        records = [self.record(pid) for pid in parts]
-        self.merges.check("a sum", 0, sum(r.size_bytes for r in records))
-        return self.views.summed(tuple(parts), name, options, comment)
-
     def progress(self, pid: str) -> dict[str, Any]:
         """What a slow first view of the profile is doing now (stage None: nothing)."""
         self.record(pid)

@@ -11,15 +11,16 @@ from __future__ import annotations
 
 import hmac
 import secrets
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..config import parse_duration
 from ..core import Share, Upload, new_token, token_hash
 from ..errors import Forbidden, Gone, NotFound, ShareError, TooLarge
 from ..pprof import StripSpec
 from ..store.collections.index import Collection, CollectionIndex, Member
+from . import kinds
 from . import selection as sel
 from .behind import too_soon
 from .blocks import Blocks, Plan, digest, latest_add
@@ -29,7 +30,6 @@ from .warming import Warming
 ID_LENGTH = 12  # base64url characters: 72 random bits
 SELECTION_EXPIRY = "7d"  # a merged selection's profile (made again when gone)
 SELECTION_TITLE = "collection {cid}: {n} members"
-KINDS_KEPT = 1000  # collections whose default kind is remembered per process
 
 
 @dataclass
@@ -64,7 +64,7 @@ class Collections:
         self.max_members = share.settings["COLLECTION_MAX_MEMBERS"]
         self.blocks = Blocks(share, index, self.member_expiry)
         self.warming = Warming(self)
-        self._kinds: dict[str, tuple[float | None, str | None]] = {}  # default_kind's answers
+        self.kinds = kinds.DefaultKinds(lambda c: self.members(c, sel.Selection()))
 
     def member_expiry(self, c: Collection) -> str:
         return c.expires or "never"
@@ -218,27 +218,11 @@ class Collections:
             if (expiry is None or m.added_at + expiry > now) and s.accepts(m.labels)
         ]
 
-    @staticmethod
-    def kind_of(members: list[Member], wanted: str | None) -> str | None:
-        """The kind shown: the one asked for, else the one with the most members."""
-        if wanted:
-            return wanted
-        counts = Counter(m.kind for m in members)
-        return max(sorted(counts), key=lambda k: counts[k]) if counts else None
+    kind_of = staticmethod(kinds.kind_of)
 
     def default_kind(self, c: Collection) -> str | None:
-        """The kind a view shows when kind= names none: the collection's most common, so
-        narrowing a selection never switches the kind under the viewer. Kept per collection
-        until its next add (last_add_at): every view of a page asks, and the answer needs
-        every member."""
-        known = self._kinds.get(c.id)
-        if known is not None and known[0] == c.last_add_at:
-            return known[1]
-        kind = self.kind_of(self.members(c, sel.Selection()), None)
-        if len(self._kinds) > KINDS_KEPT:
-            self._kinds.clear()
-        self._kinds[c.id] = (c.last_add_at, kind)
-        return kind
+        """The kind a view shows when kind= names none (kinds.DefaultKinds)."""
+        return self.kinds.of(c)
 
     def merged(
         self,
@@ -399,6 +383,12 @@ class Collections:
             b = sel.selection(args, now, prefix="base_")
             base, base_plan = self.merged(c, b, kind, behind=behind)
         return Resolved(pid, base, kind, plan, base_plan)
+
+    def summed_view(self, parts: list[str], name: str, opts: dict[str, Any], title: str) -> bytes:
+        """View `name` of the merge of live profiles `parts` from their stack summaries summed
+        (compute.service.ViewService.summed), held to the bytes a merge may read."""
+        self.share.merges.check("a sum", 0, sum(self.share.record(p).size_bytes for p in parts))
+        return self.share.views.summed(tuple(parts), name, opts, title)
 
     # --- warming ------------------------------------------------------------------------
     def warm_later(self, cid: str) -> None:

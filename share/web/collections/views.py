@@ -124,10 +124,9 @@ def _summed(cid: str, name: str) -> tuple[Resolved, bytes] | None:
     opts = reports.view_options(parts[0], name, _args(found))
     if not views.summed_viewable(name, opts):
         return None
-    c = api.collections().load(cid)
-    title = SELECTION_TITLE.format(cid=c.id, n=found.plan.members)
+    title = SELECTION_TITLE.format(cid=cid, n=found.plan.members)
     try:
-        return found, share().summed(parts, name, opts, title)
+        return found, api.collections().summed_view(parts, name, opts, title)
     except ShareError as exc:
         if exc.code not in (404, 410):
             raise

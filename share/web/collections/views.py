@@ -27,7 +27,9 @@ RETRY_SECONDS = 5
 
 
 def _resolved(cid: str, merge: bool = True) -> Resolved:
-    found = _resolved_within(cid, dict(request.args.items()), merge)
+    # summed=1 (the page's /selection) is said by merge=False: it then joins the views' resolve.
+    args = {k: v for k, v in request.args.items() if k != "summed"}
+    found = _resolved_within(cid, args, merge)
     if not found.plan.parts:
         raise NotFound(f"collection {cid}: the selection holds no members")
     if sel.has_base(request.args) and found.base is None:

@@ -109,6 +109,10 @@ def test_merges_take_the_merge_slots_after_the_ingest_ones() -> None:
         assert p.supervisor.roles() == "2 analysis, 1 ingest, 2 merge"
         web_worker = ComputePool(p.settings, directory="/nonexistent")  # another worker's view
         assert web_worker.merge_slot() == 3 and web_worker.made_slot() == 3
+        # A sum of summaries: a merge process by its key, the same in every worker.
+        sums = {f"parts-{i}": p.sum_slot(f"parts-{i}") for i in range(300)}
+        assert set(sums.values()) == {3, 4}
+        assert all(web_worker.sum_slot(key) == slot for key, slot in sums.items())
     finally:
         p.close()
 
@@ -134,6 +138,7 @@ def test_without_merge_processes_merges_and_their_results_take_analysis_slots() 
     try:
         assert {p.merge_slot() for _ in range(4)} == {0, 1}
         assert {p.made_slot() for _ in range(4)} == {0, 1}
+        assert {p.sum_slot(f"parts-{i}") for i in range(100)} == {0, 1}
         assert p.supervisor is not None and p.supervisor.size == 3
         assert MERGE not in [p.supervisor.role(i) for i in range(3)]
         assert p.supervisor.roles() == "2 analysis, 1 ingest"
@@ -211,6 +216,28 @@ def test_a_collection_s_blocks_and_selection_are_merged_on_the_merge_process(
     assert resolved.pid in ping(pool, MERGE_SLOT)["warm"]
     assert share.view(resolved.pid, "top", first_options(share, resolved.pid, "top"))
     assert jobs(pool)[ANALYSIS] - merged[ANALYSIS] == 1 + 1  # the view alone
+
+
+def test_a_collection_s_range_is_summed_on_the_merge_process(share: Share) -> None:
+    """A range's flame graph summed from its parts (share.analysis.combine.summed) runs where
+    they were merged, as the merge it replaces did: a profile's own views never wait for it."""
+    collections = open_collections(share)
+    c, token = collections.create(title="summed slots")
+    start = time.time() - 600
+    for i in range(4):
+        data = unique_profile(f"summed slots member {i}")
+        collections.add(c.id, token, data, {"pod": f"p{i % 2}"}, f"{start + 5 * i:.3f}")
+    resolved = collections.resolve(c.id, {"to": f"{start + 12:.3f}"}, merge=False)
+    parts = resolved.plan.parts
+    assert resolved.pid is None and len(parts) >= 2
+    pool = share.compute
+    before = jobs(pool)
+    options = first_options(share, parts[0], "flamegraph")
+    assert collections.summed_view(parts, "flamegraph", options, "a range")
+    after = jobs(pool)
+    assert after[MERGE_SLOT] - before[MERGE_SLOT] == 1 + 1  # the sum
+    assert after[ANALYSIS] - before[ANALYSIS] == 0 + 1
+    assert after[INGEST_SLOT] - before[INGEST_SLOT] == 0 + 1
 
 
 # --- a view waits for no merge, a merge for no view ---------------------------------------------

@@ -89,6 +89,12 @@ def job_settings(settings: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _spread(key: str, among: int) -> int:
+    """One of `among` processes for key, the same in every worker of the instance."""
+    digest = hashlib.blake2b(key.encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") % among
+
+
 class ComputePool:
     """The way to the compute processes: those of the instance's Supervisor when
     $PPROF_SHARE_COMPUTE_DIR names it, else a private one started on first use."""
@@ -135,6 +141,15 @@ class ComputePool:
             return self.next_slot()
         return self.size + next(self._ingest_turn) % self.ingest_size
 
+    def sum_slot(self, key: str) -> int:
+        """The process for a sum of stored profiles' stack summaries (worker.summed): a merge
+        process, chosen by key, where the blocks a collection's ranges sum were made and are
+        kept decoded, and where the merges the sums replace ran, so that a profile's own
+        views do not wait behind them; without merge processes, an analysis process by key."""
+        if not self.merge_size:
+            return self.slot_of(key)
+        return self.size + self.ingest_size + _spread(key, self.merge_size)
+
     def merge_slot(self) -> int:
         """The process for a merge: a merge process in turn, so that no view waits behind a
         merge; without merge processes, an analysis process in turn. This thread's next
@@ -159,8 +174,7 @@ class ComputePool:
     def slot_of(self, profile: str) -> int:
         """The analysis process a profile's jobs go to: the same in every worker of the
         instance."""
-        digest = hashlib.blake2b(profile.encode(), digest_size=8).digest()
-        return int.from_bytes(digest, "big") % self.size
+        return _spread(profile, self.size)
 
     def run(
         self,

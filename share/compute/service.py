@@ -83,10 +83,10 @@ class ViewService:
         """View `name` (views.summed_viewable) of the merge of stored profiles `parts` (two
         or more), computed from their stack summaries (worker.summed) without storing the
         merge, once, then cached under the first part (so it never outlives it) by the digest
-        of all. Sums of one selection go to one analysis process, where its summaries and
-        their sum stay warm for its other views."""
+        of all. Sums of one selection go to one process (ComputePool.sum_slot), where its
+        summaries and their sum stay warm for its other views."""
         flight = _Flight(self, parts[0], name, options, (), parts=parts, comment=comment)
-        return self._once(flight, self.compute.slot_of(flight.parts_key))
+        return self._once(flight, self.compute.sum_slot(flight.parts_key))
 
     def _once(self, flight: _Flight, slot: int | None) -> bytes:
         """The flight's view: cached, or computed once across every instance."""

@@ -196,15 +196,21 @@ def test_a_derived_upload_is_validated_on_the_merge_process_that_made_it(share: 
     assert block in ping(pool, ANALYSIS)["warm"]
 
 
+def four_members(share: Share, title: str) -> tuple[Any, Any, float]:
+    """A collection of four members 5 s apart, ten minutes ago: (collections, it, start)."""
+    collections = open_collections(share)
+    c, token = collections.create(title=title)
+    start = time.time() - 600
+    for i in range(4):
+        data = unique_profile(f"{title} member {i}")
+        collections.add(c.id, token, data, {"pod": f"p{i % 2}"}, f"{start + 5 * i:.3f}")
+    return collections, c, start
+
+
 def test_a_collection_s_blocks_and_selection_are_merged_on_the_merge_process(
     share: Share,
 ) -> None:
-    collections = open_collections(share)
-    c, token = collections.create(title="merge slots")
-    start = time.time() - 600
-    for i in range(4):
-        data = unique_profile(f"merge slots member {i}")
-        collections.add(c.id, token, data, {"pod": f"p{i % 2}"}, f"{start + 5 * i:.3f}")
+    collections, c, start = four_members(share, "merge slots")
     pool = share.compute
     before = jobs(pool)
     resolved = collections.resolve(c.id, {})
@@ -221,12 +227,7 @@ def test_a_collection_s_blocks_and_selection_are_merged_on_the_merge_process(
 def test_a_collection_s_range_is_summed_on_the_merge_process(share: Share) -> None:
     """A range's flame graph summed from its parts (share.analysis.combine.summed) runs where
     they were merged, as the merge it replaces did: a profile's own views never wait for it."""
-    collections = open_collections(share)
-    c, token = collections.create(title="summed slots")
-    start = time.time() - 600
-    for i in range(4):
-        data = unique_profile(f"summed slots member {i}")
-        collections.add(c.id, token, data, {"pod": f"p{i % 2}"}, f"{start + 5 * i:.3f}")
+    collections, c, start = four_members(share, "summed slots")
     resolved = collections.resolve(c.id, {"to": f"{start + 12:.3f}"}, merge=False)
     parts = resolved.plan.parts
     assert resolved.pid is None and len(parts) >= 2

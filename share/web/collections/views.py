@@ -70,7 +70,9 @@ def _resolved_within(cid: str, args: dict[str, str], merge: bool = True) -> Reso
                         _RUNNING.pop(key, None)
                     done.set()
 
-            threading.Thread(target=resolve, name=f"resolve {cid}", daemon=True).start()
+            # Named apart: a resolve that may leave the parts unmerged ends at once.
+            name = f"resolve {cid}" if merge else f"resolve {cid} (parts)"
+            threading.Thread(target=resolve, name=name, daemon=True).start()
     done, outcome = running
     if not done.wait(seconds):
         raise ShareError(

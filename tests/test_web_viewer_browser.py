@@ -393,6 +393,8 @@ def test_hostile_names_are_only_text(page, live_server):
     for name in HOSTILE:
         assert name in names
     assert page.inner_text(".vw-title") == HOSTILE[2]
+    # The metadata panel is drawn from the record, fetched beside the views: it may come last.
+    page.wait_for_function("() => document.getElementById('meta-list').innerText.length > 0")
     meta = page.inner_text("#meta-list")
     assert HOSTILE[1] in meta and "<script>window.__pwned=4</script>" in meta
     assert page.locator("#sample-type option").first.inner_text().startswith("samples")

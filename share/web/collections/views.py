@@ -22,6 +22,9 @@ from ..api import base_url, share
 from ..negotiate import choice
 from . import api, page
 
+# The only query parameters a flame graph or top table may carry and still be summed (then
+# views.summed_viewable decides, on the parsed options); any other is one of pprof's options.
+PLAIN_ARGS = frozenset({"si", "sample_index", "nf", "nodefraction", "budget", "n", "nodecount"})
 # A view that gave up waiting for its merges: asked again after this, it may find them done.
 RETRY_SECONDS = 5
 
@@ -120,6 +123,8 @@ def _summed(cid: str, name: str) -> tuple[Resolved, bytes] | None:
     is a first view (bench/fleet.py). None when it is merged (views.summed_viewable: pprof's
     options, a base) or its parts are gone (the merge drops gone members)."""
     if name not in views.SUMMED_VIEWS or sel.has_base(request.args):
+        return None
+    if not set(sel.view_args(request.args)) <= PLAIN_ARGS:  # pprof's options: it is merged
         return None
     found = _resolved(cid, merge=False)
     if found.pid is not None:

@@ -5,8 +5,10 @@ analysis core's own Stacks, pruned as the profile prunes, inline marks kept) and
 values per sample type. Summing summaries gives the summary of the profiles' merge: pprof's
 Merge sums samples by stack, and the flame graph and top table are sums over stacks, so no
 merged profile is needed. This is Pyroscope's route for a range (stack trees summed per time
-window); a collection's range views take it (share.collections), at about half a merge's cost
-(bench/summaries.py) and with no merged profile encoded, stored and decoded again.
+window); a collection's range views take it (share.collections), with no merged profile
+encoded, stored and decoded again: about half a merge's cost in one process (bench/summaries.py),
+about the same CPU on the fleet bench, where parts' summaries are mostly built cold (README
+"Running at scale").
 
 It is taken only where the sum is exactly what the merge would show: parts that a merge
 accepts (equal sample and period types), prune their frames alike, hold no negative values,

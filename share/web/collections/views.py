@@ -119,9 +119,10 @@ def _headers(response: Response, found: Resolved) -> Response:
 def _summed(cid: str, name: str) -> tuple[Resolved, bytes] | None:
     """The flame graph or top table of a selection of several parts from their stack
     summaries summed (share.analysis.combine.summed), without merging them into a stored
-    profile: a range's first view costs about half, and every range of a fleet's collection
-    is a first view (bench/fleet.py). None when it is merged (views.summed_viewable: pprof's
-    options, a base) or its parts are gone (the merge drops gone members)."""
+    profile (no selection profile stored for every range a viewer drags; about the merge's
+    CPU on the fleet bench: README "Running at scale"). None when it is merged
+    (views.summed_viewable: pprof's options, a base) or its parts are gone (the merge drops
+    gone members)."""
     if name not in views.SUMMED_VIEWS or sel.has_base(request.args):
         return None
     if not set(sel.view_args(request.args)) <= PLAIN_ARGS:  # pprof's options: it is merged

@@ -57,12 +57,18 @@ def test_a_view_of_an_open_selection_many_joined_is_answered_as_merged_so_far(
     behind = selection(client, cid)
     assert behind["profile"] == merged["profile"] and behind["built"] == 0
     assert behind["members"] == 2 and behind["pending"] == BEHIND_FROM
-    r = client.get(f"/api/v1/collections/{cid}/flamegraph")
+    r = client.get(f"/api/v1/collections/{cid}/flamegraph", query_string={"focus": "main"})
     assert r.status_code == 200, r.data
     assert r.headers["X-Collection-Pending"] == str(BEHIND_FROM)
     assert r.headers["X-Collection-Members"] == "2"
     assert r.headers["X-Collection-Profile"].endswith(merged["profile"])
     assert top(client, f"/c/{cid}/top") == plain_merge_top(client, first)  # what it says it is
+    # The plain flame graph is summed (share.compute.sums), not merged: no merge to wait for,
+    # so nothing pending but a 10 s window still filling (windows.cover).
+    r = client.get(f"/api/v1/collections/{cid}/flamegraph")
+    assert r.status_code == 200, r.data
+    assert "X-Collection-Pending" not in r.headers
+    assert r.headers["X-Collection-Members"] == str(2 + BEHIND_FROM)
 
     # The warm-up (its merge of the default selection) merges them in: its last merge was cheap.
     c = collections.load(cid)

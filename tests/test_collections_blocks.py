@@ -13,6 +13,7 @@ import pytest
 
 from share.collections import blocks as blocks_module
 from share.collections import warming as warming_module
+from share.collections import windows
 from share.collections.selection import parse_time
 
 from conftest import make_app, unique_profile
@@ -232,10 +233,14 @@ def test_a_minute_of_the_whole_collection_reads_new_members_from_its_10s_blocks(
     assert top(client, f"/c/{cid}/top", **labelled) == plain_merge_top(plain, pids)
 
 
-def test_the_warm_up_builds_the_blocks_of_windows_that_filled(tmp_path: Any) -> None:
-    """After a burst of adds the warm-up extends the collection's default selection with the
-    new members, and builds the blocks of the windows that filled (the last ten minutes'), so
-    that a range dragged over them merges the blocks it finds, building none."""
+def test_the_warm_up_builds_the_blocks_of_windows_that_filled(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After a burst of adds the warm-up of a collection past windows.MOST_MEMBERS (summed
+    from its blocks) extends the collection's default selection with the new members, and
+    builds the blocks of the windows that filled (the last ten minutes'), so that a range
+    dragged over them merges the blocks it finds, building none."""
+    monkeypatch.setattr(windows, "MOST_MEMBERS", 1)
     app = make_app(
         {"BLOBS": f"file:{tmp_path}/b", "META": f"sqlite:{tmp_path}/m", "PRECOMPUTE": "on", **OPEN}
     )
@@ -273,7 +278,7 @@ def test_one_warm_up_of_a_collection_runs_at_a_time_across_workers(tmp_path: Any
     warming = app.extensions["collections"].warming
     meta = app.extensions["share"].meta
     cid, token = create(client)
-    lease = f"collection:{cid}:warm-up"
+    lease = warming._key(cid)
     assert meta.try_lock(lease, "another worker", 60)
     add(client, cid, token, "while held", time.time() - 30)
     time.sleep(warming_module.WARM_DELAY * 2.5)

@@ -118,8 +118,9 @@ def test_a_range_is_summed_not_merged_and_equals_its_merge(fleet: Any) -> None:
     assert top.headers["X-Collection-Members"] == "6"
     flame = client.get(f"/api/v1/collections/{cid}/flamegraph", query_string=query)
     assert flame.status_code == 200 and "X-Collection-Summed" in flame.headers
-    # Blocks of the full windows were merged; the selection itself was not stored.
+    # Summed in windows (share.collections.windows): nothing merged, nothing stored.
     made = set(share.blobs.keys()) - stored
+    assert made == set()
     doc = client.get(
         f"/api/v1/collections/{cid}/selection", query_string={**query, "summed": "1"}
     ).json

@@ -76,14 +76,15 @@ def test_a_page_open_on_a_superseded_selection_resolves_it_again(
     selection(client, cid)  # the first: the block of the members, a part named as is
     members.append(add(client, cid, token, "page3", now[0] + 1))
     shown = selection(client, cid)["profile"]  # extended: merged for the selection
-    r = client.get(f"/api/v1/collections/{cid}/flamegraph")
+    merged = {"focus": "main"}  # a view that reads the merged profile (the plain one sums)
+    r = client.get(f"/api/v1/collections/{cid}/flamegraph", query_string=merged)
     assert r.status_code == 200 and r.headers["X-Collection-Profile"].endswith(shown)
     for i in range(4, 7):  # the fleet adds; the selection is extended three times
         now[0] += grace / 2 + 1
         members.append(add(client, cid, token, f"page{i}", now[0]))
         selection(client, cid)
     assert share.meta.load(shown) is None and shown not in set(share.blobs.keys())
-    r = client.get(f"/api/v1/collections/{cid}/flamegraph")
+    r = client.get(f"/api/v1/collections/{cid}/flamegraph", query_string=merged)
     assert r.status_code == 200, r.data
     assert not r.headers["X-Collection-Profile"].endswith(shown)
     assert top(client, f"/c/{cid}/top") == plain_merge_top(client, members)

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from compute_roles import cmdline, first_options, ping
 
-from share.collections import open_collections
+from share.collections import open_collections, windows
 from share.collections.leased import entry_lease
 from share.compute.pool import ComputePool
 from share.compute.service import AFFINITY_KEY
@@ -233,7 +233,8 @@ def test_a_collection_s_range_is_summed_on_the_merge_process(share: Share) -> No
     assert resolved.pid is None and len(parts) >= 2
     pool = share.compute
     before = jobs(pool)
-    options = first_options(share, parts[0], "flamegraph")
+    first = parts[0] if isinstance(parts[0], str) else next(windows.leaves(parts))
+    options = first_options(share, first, "flamegraph")
     assert collections.summed_view(parts, "flamegraph", options, "a range")
     after = jobs(pool)
     assert after[MERGE_SLOT] - before[MERGE_SLOT] == 1 + 1  # the sum

@@ -20,7 +20,7 @@ from ..core import Share, Upload, new_token, token_hash
 from ..errors import Forbidden, Gone, NotFound, ShareError, TooLarge
 from ..pprof import StripSpec
 from ..store.collections.index import Collection, CollectionIndex, Member
-from . import kinds
+from . import kinds, windows
 from . import selection as sel
 from .behind import too_soon
 from .blocks import Blocks, Plan, digest, latest_add
@@ -232,13 +232,11 @@ class Collections:
         behind: bool = False,
         merge: bool = True,
     ) -> tuple[str | None, Plan]:
-        """The stored profile of the selection's members of one kind, and how it was made.
-        A member whose profile is gone (deleted with its own token, lost by the store) is
-        dropped from the collection, and the selection merged again without it. behind: an
-        open selection, or a growing block of a range, may be used without its newest members
-        (Plan.pending; behind.BEHIND_FROM), as views are; the warm-up merges them in.
-        merge=False: a selection of several parts is not merged unless it was before (None,
-        and the plan's parts: the views that read only stack summaries sum them instead)."""
+        """The stored profile of the selection's members of one kind, and how it was made. A
+        member whose profile is gone is dropped from the collection, and the selection merged
+        again without it. behind: newest members may be pending (Plan.pending), as for views.
+        merge=False: not merged (None; the parts, windows of members (windows.plan), are summed
+        by the views that read only stack summaries); past windows.MOST_MEMBERS, its blocks."""
         try:
             return self._merged(c, s, kind, behind, merge)
         except ShareError as exc:  # the compute tier's NotFound arrives as a ShareError
@@ -255,6 +253,11 @@ class Collections:
         self, c: Collection, s: sel.Selection, kind: str | None, behind: bool, merge: bool = True
     ) -> tuple[str | None, Plan]:
         members = [m for m in self.members(c, s) if m.kind == kind]
+        if not merge and 1 < len(members) <= windows.MOST_MEMBERS:  # summed, not merged
+            found = windows.plan(members, s.start, s.end, self.share.clock() if behind else None)
+            if found[1].pending:
+                self.warm_later(c.id)  # numbers them
+            return found
         selector = ",".join(sorted(str(m) for m in s.matchers))
         if s.end is None and members:
             return self._open(c, s, selector, kind or "", members, behind, merge)
@@ -376,7 +379,7 @@ class Collections:
         behind = not sel.waits(args)
         # A comparison is merged; so is a selection asked with `wait` (the page's catch-up of
         # what was pending): its merge becomes the entry that the next views find.
-        merge = merge or sel.has_base(args) or not behind
+        merge = merge or sel.has_base(args)
         pid, plan = self.merged(c, s, kind, behind=behind, merge=merge)
         base = base_plan = None
         if sel.has_base(args):
@@ -384,11 +387,12 @@ class Collections:
             base, base_plan = self.merged(c, b, kind, behind=behind)
         return Resolved(pid, base, kind, plan, base_plan)
 
-    def summed_view(self, parts: list[str], name: str, opts: dict[str, Any], title: str) -> bytes:
+    def summed_view(
+        self, parts: list[Any], name: str, opts: dict[str, Any], title: str, route: str = ""
+    ) -> bytes:
         """View `name` of the merge of live profiles `parts` from their stack summaries summed
         (compute.service.ViewService.summed), held to the bytes a merge may read."""
-        self.share.merges.check("a sum", 0, sum(self.share.record(p).size_bytes for p in parts))
-        return self.share.views.summed(tuple(parts), name, opts, title)
+        return self.share.views.summed(tuple(parts), name, opts, title, route=route)
 
     # --- warming ------------------------------------------------------------------------
     def warm_later(self, cid: str) -> None:

@@ -52,6 +52,7 @@ from typing import Any
 
 from ..errors import ShareError
 from . import protocol
+from .sums import Busy
 from .supervisor import (
     DIRECTORY_ENV,
     Supervisor,
@@ -283,6 +284,8 @@ class ComputePool:
         self.warm[slot] = frozenset(reply.get("warm", ()))
         if "error" in reply:
             code, message = reply["error"]
+            if reply.get("again"):
+                raise Busy(message, code, retry_after=1)
             raise ShareError(message, code)
         return reply["ok"]
 

@@ -21,6 +21,7 @@ from . import progress as view_progress
 from .once import Lease, Once
 from .pool import AnalysisFailed, ComputePool, job_settings
 from .progress import Progress
+from .sums import BUDGET_SHARE, Busy, leaves
 
 AFFINITY_KEY = "compute-slot"  # in the view cache: where the profile was validated
 # Followers of a view wait this much longer than the analysis may take (queueing, storing).
@@ -78,15 +79,55 @@ class ViewService:
         return self._once(_Flight(self, pid, name, options, bases), self._slot(pid))
 
     def summed(
-        self, parts: tuple[str, ...], name: str, options: dict[str, Any], comment: str
+        self,
+        parts: tuple[Any, ...],
+        name: str,
+        options: dict[str, Any],
+        comment: str,
+        route: str = "",
     ) -> bytes:
         """View `name` (views.summed_viewable) of the merge of stored profiles `parts` (two
         or more), computed from their stack summaries (worker.summed) without storing the
         merge, once, then cached under the first part (so it never outlives it) by the digest
         of all. Sums of one selection go to one process (ComputePool.sum_slot), where its
         summaries and their sum stay warm for its other views."""
-        flight = _Flight(self, parts[0], name, options, (), parts=parts, comment=comment)
-        return self._once(flight, self.compute.sum_slot(flight.parts_key))
+        first = next(leaves(list(parts)))
+        flight = _Flight(self, first, name, options, (), parts=parts, comment=comment)
+        flight.job["route"] = route  # the stack table its sums are numbered in (worker.summed)
+        return self._once(flight, self.compute.sum_slot(route or flight.parts_key))
+
+    def warm_summed(
+        self,
+        parts: tuple[Any, ...],
+        name: str,
+        options: dict[str, Any],
+        comment: str,
+        route: str,
+        wait: float,
+    ) -> bool:
+        """summed() in the background (a collection's warm-up), unless cached or being
+        computed: on the sum's process whenever it is free of work someone waits for (within
+        `wait` seconds), in jobs that number members for WARM_BUDGET seconds each (sums.py),
+        so that a view waits behind one of them at most. True when it computed it."""
+        first = next(leaves(list(parts)))
+        flight = _Flight(self, first, name, options, (), parts=parts, comment=comment)
+        flight.job.update(route=route, budget=WARM_BUDGET)
+        lease = Lease(self.meta, flight.lease)
+        if flight.cached() is not None or not lease.acquire():
+            return False
+        try:
+            for _ in range(WARM_JOBS):
+                with self.compute.reserve(self.compute.sum_slot(route), wait) as rs:
+                    if rs is None:
+                        return False
+                    try:
+                        flight.compute(rs.run)
+                        return True
+                    except Busy:  # numbered for its budget: the next job goes on
+                        continue
+            return False
+        finally:
+            lease.release()
 
     def _once(self, flight: _Flight, slot: int | None) -> bytes:
         """The flight's view: cached, or computed once across every instance."""
@@ -152,6 +193,10 @@ class ViewService:
         return view_progress.read(self.meta, pid, self.compute.seconds + WAIT_MARGIN_SECONDS)
 
 
+WARM_BUDGET = 0.2  # seconds a warm-up's sum numbers members in one job (warm_summed)
+WARM_JOBS = 200  # its jobs at most, one after another
+
+
 class _Flight:
     """One view's computation: its cache keys, its lease, and how a failure is remembered."""
 
@@ -162,22 +207,24 @@ class _Flight:
         name: str,
         options: dict[str, Any],
         bases: tuple[str, ...],
-        parts: tuple[str, ...] = (),
+        parts: tuple[Any, ...] = (),
         comment: str = "",
     ) -> None:
         self.service, self.pid, self.name = service, pid, name
         self.key = service.key(name, options, bases)
         self.parts_key = ""
         if parts:  # a sum of parts: cached under the first, by the digest of all
-            self.parts_key = hashlib.sha256("\n".join(parts).encode()).hexdigest()[:32]
+            text = "\n".join(p if isinstance(p, str) else "w:" + p["k"] for p in parts)
+            self.parts_key = hashlib.sha256(text.encode()).hexdigest()[:32]
             self.key = f"summed:{self.parts_key}:{self.key}"
         self.failed_key = "failed:" + self.key
         self.once_key = f"{pid}:{self.key}"
         self.lease = f"{pid}:view:{hashlib.sha256(self.key.encode()).hexdigest()[:16]}"
         self.job = {"op": "view", "pid": pid, "bases": list(bases), "name": name,
                     "options": options, **service._job}  # fmt: skip
-        if parts:
-            self.job.update(op="summed", parts=list(parts), comment=comment)
+        if parts:  # numbering members stops at its budget, short of the limit (sums.py)
+            budget = service.compute.seconds * BUDGET_SHARE
+            self.job.update(op="summed", parts=list(parts), comment=comment, budget=budget)
 
     def cached(self) -> bytes | None:
         """The cached view; a ShareError while a recent failure of it is remembered."""

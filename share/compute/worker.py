@@ -32,7 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from .. import pprof
-from ..analysis.combine import combine, summed
+from ..analysis.combine import combine
 from ..analysis.views import views
 from ..errors import NotFound, ShareError, TooLarge
 from ..pprof import scan
@@ -41,6 +41,7 @@ from ..store import locate
 from . import protocol
 from .cache import ProfileCache, columns_footprint, footprint
 from .ingest import ingest, profile_id, read_upload
+from .sums import Busy, Sums
 from .supervisor import INGEST, MERGE
 
 VIEW_GZIP_LEVEL = 6  # paid once per view; level 9 took 3-6x as long for 3-17% fewer bytes
@@ -57,12 +58,6 @@ MERGE_GZIP_LEVEL = 1  # a merge is stored as go tool pprof -proto writes it: gzi
 # after they are made, mostly by the process that made them: there they are neither fetched
 # nor decoded again, and merge as a Merge output merges, faster than the same profile decoded.
 MADE = "made:"
-# The cache keys of a stored profile's stack summary (combine.summed) by its id, and of a sum
-# of summaries by its parts: a collection's range views sum the summaries of its blocks, which
-# many ranges share, and its flame graph and top table the same sum.
-SUMMARY = "summary:"
-SUM = "sum:"
-
 RESERVED_SECONDS = 10  # a reserving caller sends its job at once (one lease away): or it is gone
 
 
@@ -85,6 +80,7 @@ class Worker:
         self.cache = ProfileCache(settings["ANALYSIS_CACHE_BYTES"])
         self._stores: dict[str, Any] = {}
         self.jobs = 0
+        self.sums = Sums(self)
         self.detail = ""  # what the log's line of the job adds (a merge's parts and size)
 
     def blobs(self, url: str) -> Any:
@@ -193,35 +189,8 @@ class Worker:
         return gzip.compress(raw, compresslevel=MERGE_GZIP_LEVEL, mtime=0)
 
     def summed(self, job: dict[str, Any]) -> bytes:
-        """View job["name"] of the merge of job["parts"] (stored profile ids), from the sum of
-        their stack summaries (combine.summed) when that is what the merge would show, else
-        from their merge, made here and not stored; gzip-compressed as a view is."""
-        parts: list[str] = job["parts"]
-        key = SUM + profile_id("\n".join(parts).encode())
-        total = self.cache.get(key)
-        if total is None:
-            cold = [p for p in parts if self.cache.get(SUMMARY + p) is None]
-            fetched = self.prefetch(cold, job)
-            sums = []
-            for pid in parts:
-                part = self.cache.get(SUMMARY + pid)
-                if part is None:
-                    self.progress("summing")
-                    part = summed.of(self.profile(pid, job, fetched.pop(pid, None)))
-                    self.cache.put(SUMMARY + pid, part, part.footprint())
-                sums.append(part)
-            if not summed.summable(sums):
-                self.progress("merging")
-                profiles = [combine.from_parsed(self.profile(pid, job)) for pid in parts]
-                raw = combine.encode(combine.merged_prof(profiles, job["comment"]))
-                merged = pprof.parse(raw, max_profile_bytes=job["max_profile_bytes"])
-                return view_gzip(views.render(job["name"], [merged], job["options"]))
-            self.progress("summing")
-            total = summed.summed(sums)
-            self.cache.put(key, total, total.footprint())
-        self.progress("analysing")
-        self.detail = f" ({len(parts)} parts summed)"
-        return view_gzip(views.render_summed(job["name"], total, job["options"]))
+        """View job["name"] of the merge of job["parts"], from their stacks summed (sums.py)."""
+        return view_gzip(self.sums.view(job))
 
     @staticmethod
     def check_total(total: int, job: dict[str, Any]) -> None:
@@ -299,6 +268,8 @@ class Worker:
             return False  # a process that ran out may hold fragments: start afresh
         except ShareError as exc:
             reply = {"error": [exc.code, exc.message]}
+            if isinstance(exc, Busy):  # asked again, it goes on (sums.py)
+                reply["again"] = True
         except Exception as exc:  # a bug: say so (a 500), keep serving
             traceback.print_exc()
             reply = {"error": [500, f"the analysis failed ({type(exc).__name__}: {exc})"]}

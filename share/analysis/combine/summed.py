@@ -34,7 +34,7 @@ from ..model.stacks import Stacks, first_frames, stacks, unique_stacks
 from ..model.tables import sample_index, tables
 
 _I64 = np.int64
-_MOST = 2.0**62  # sums at or over this might wrap an int64 somewhere: not summed
+MOST = _MOST = 2.0**62  # sums at or over this might wrap an int64 somewhere: not summed
 
 
 @dataclass

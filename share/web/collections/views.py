@@ -15,6 +15,7 @@ from flask import Response, jsonify, redirect, request
 from ...analysis.reports import summary as summaries
 from ...analysis.views import views
 from ...collections import selection as sel
+from ...collections import windows
 from ...collections.service import SELECTION_TITLE, Resolved
 from ...errors import NotFound, ShareError
 from .. import reports
@@ -131,12 +132,13 @@ def _summed(cid: str, name: str) -> tuple[Resolved, bytes] | None:
     if found.pid is not None:
         return found, reports.computed(found.pid, name, _args(found))
     parts = found.plan.parts
-    opts = reports.view_options(parts[0], name, _args(found))
+    first = parts[0] if isinstance(parts[0], str) else next(windows.leaves(parts))
+    opts = reports.view_options(first, name, _args(found))
     if not views.summed_viewable(name, opts):
         return None
     title = SELECTION_TITLE.format(cid=cid, n=found.plan.members)
     try:
-        return found, api.collections().summed_view(parts, name, opts, title)
+        return found, api.collections().summed_view(parts, name, opts, title, route=cid)
     except ShareError as exc:
         if exc.code not in (404, 410):
             raise
@@ -164,10 +166,11 @@ def view(cid: str, name: str, warnings: bool = False) -> Response:
 
 def selection_doc(cid: str) -> Response:
     """What the request selects: the stored profiles, how many members and blocks. With
-    summed=1 (the collection page asks so), a selection of several parts not merged before
-    is not merged for this (profile null), as its flame graph and top table are summed
-    (_summed); its snapshot link merges it."""
-    found = _resolved(cid, merge=request.args.get("summed") not in ("1", "true"))
+    summed=1 (the collection page asks so), a selection of several parts is not merged for
+    this (profile null), as its flame graph and top table are summed (_summed), unless the
+    query has pprof's options, which its views merge for; its snapshot link merges it."""
+    plain = set(sel.view_args(request.args)) <= PLAIN_ARGS  # else its views merge it
+    found = _resolved(cid, merge=not (request.args.get("summed") in ("1", "true") and plain))
     url = f"{base_url()}/{found.pid}" if found.pid else None
     doc: dict[str, Any] = {
         "profile": found.pid, "profile_url": url, "summed": len(found.plan.parts) if not url else 0,

@@ -17,9 +17,9 @@ from test_collections_summed import GO, GROUPS, parse
 
 from share.analysis.combine import stacktable, summed
 from share.collections import windows
-from share.collections.behind import BEHIND_FROM
 from share.collections.blocks import FILLED_AFTER
 from share.compute import sums
+from share.compute.pool import job_settings
 from share.compute.worker import Worker
 from share.config import load
 from share.store.collections.index import Member
@@ -108,16 +108,16 @@ def test_a_filling_window_of_many_members_is_pending_for_views() -> None:
     now = 1_700_000_405.0
     t0 = (now - FILLED_AFTER) // 10 * 10  # the 10 s window still filling
     settled = [t0 - 100 + i for i in range(3)]
-    few = members([*settled, *(t0 + 0.01 * i for i in range(BEHIND_FROM - 1))])
+    few = members([*settled, *(t0 + 0.01 * i for i in range(windows.PENDING_FROM - 1))])
     parts, pending = windows.cover(few, None, None, now)
     assert pending == 0 and len(list(windows.leaves(parts))) == len(few)
-    many = members([*settled, *(t0 + 0.01 * i for i in range(BEHIND_FROM))])
+    many = members([*settled, *(t0 + 0.01 * i for i in range(windows.PENDING_FROM))])
     parts, pending = windows.cover(many, None, None, now)
-    assert pending == BEHIND_FROM and list(windows.leaves(parts)) == ["p0", "p1", "p2"]
+    assert pending == windows.PENDING_FROM and list(windows.leaves(parts)) == ["p0", "p1", "p2"]
     parts, pending = windows.cover(many, None, None)  # asked with wait: everything
     assert pending == 0 and len(list(windows.leaves(parts))) == len(many)
     _, plan = windows.plan(many, None, None, now)
-    assert plan.members == 3 and plan.pending == BEHIND_FROM
+    assert plan.members == 3 and plan.pending == windows.PENDING_FROM
 
 
 def summed_job(tmp_path: Path, pids: list[str], budget: float) -> dict[str, Any]:
@@ -174,3 +174,17 @@ def test_the_warm_up_numbers_the_members_before_any_view(tmp_path: Path) -> None
     computed = share.views.once.computed
     share.views.summed(tuple(plan.parts), "top", opts, "again", route=cid)
     assert share.views.once.computed == computed, "the warm-up's sum was not there"
+
+
+def test_a_job_stopped_at_its_budget_is_a_503_to_ask_again(tmp_path: Path) -> None:
+    """Through the compute tier: the caller gets sums.Busy (503, Retry-After: 1), not an
+    error remembered as a failure, and the process keeps what it numbered."""
+    app = make_app({"BLOBS": f"file:{tmp_path}/b", "META": f"sqlite:{tmp_path}/m.db", **OPEN})
+    share = app.extensions["share"]
+    pids = [share.upload(unique_profile(f"again{i}")).record.id for i in range(3)]
+    job = {**job_settings(share.settings), **summed_job(tmp_path, pids, 0)}
+    slot = share.compute.sum_slot("c")
+    with pytest.raises(sums.Busy) as busy:
+        share.compute.run(job, slot=slot)
+    assert busy.value.code == 503 and busy.value.retry_after == 1
+    assert share.compute.run({**job, "budget": 60}, slot=slot)  # goes on, then answers

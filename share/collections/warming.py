@@ -29,7 +29,6 @@ from . import selection as sel
 from . import windows
 
 WARM_DELAY = 2.0  # seconds a warm-up waits for more adds, so a burst of adds is one warm-up
-WARM_WAIT = 5.0  # seconds a warm-up waits for its sum's process to be free of views
 WARM_HOLD = 120.0  # the most a warm-up's lease is held, should its process die during it
 
 
@@ -121,7 +120,7 @@ class Warming:
         types = [(t, u) for t, u in r.sample_types]
         opts = view_options.parse("top", {}, types, r.default_sample_type)
         title = f"collection {cid}"
-        self.share.views.warm_summed(tuple(parts), "top", opts, title, cid, WARM_WAIT)
+        self.share.views.warm_summed(tuple(parts), "top", opts, title, cid)
 
     def _sweep_later(self, cid: str) -> None:
         """Once the adds stop, what the last warm-ups superseded goes after its grace too:

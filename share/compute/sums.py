@@ -29,6 +29,7 @@ from ..errors import NotFound, ShareError
 from .ingest import profile_id
 
 SUM = "sum:"  # a range's summary, by its parts
+LAST_SUMS = 4  # ranges' summaries kept (the page asks a range's flame graph, then its top)
 VECTOR = "vector:"  # a member's or window's vector, by collection and id or digest
 MAX_TABLES = 4  # stack tables a process keeps (the collections it sums lately)
 BUDGET_SHARE = 0.5  # of the analysis limit, spent numbering members before a 503
@@ -55,7 +56,7 @@ class _Fetched:
     """The stored bytes of a job's cold members, fetched ahead in batches as they are read:
     a job that stops at its budget has not fetched them all (a warm-up's job reads a few)."""
 
-    BATCH = 16
+    BATCH = 4  # as many as are fetched at once: a job stopped at its budget wastes none
 
     def __init__(self, worker: Any, cold: list[str], job: dict[str, Any]) -> None:
         self.worker, self.cold, self.job = worker, cold, job
@@ -76,6 +77,7 @@ class Sums:
         self.worker = worker
         self.cache = worker.cache
         self._tables: dict[tuple[str, str], stacktable.StackTable] = {}
+        self._sums: dict[str, summed.Summary] = {}  # the last ranges' summaries
         self.numbered = 0  # members this job numbered (for the log)
         self._deadline = 0.0
 
@@ -84,7 +86,7 @@ class Sums:
         parts: list[Any] = job["parts"]
         text = "\n".join(p if isinstance(p, str) else "w:" + p["k"] for p in parts)
         key = SUM + profile_id(text.encode())
-        total = self.cache.get(key)
+        total = self._sums.pop(key, None)
         self.numbered = 0
         if total is None:
             route = job.get("route") or key
@@ -101,7 +103,9 @@ class Sums:
                 return self._merged(parts, job)
             self.worker.progress("summing")
             total = table.summary(vector)
-            self.cache.put(key, total, total.footprint())
+        self._sums[key] = total  # kept apart from the cache: megabytes each, for a moment
+        while len(self._sums) > LAST_SUMS:
+            del self._sums[next(iter(self._sums))]
         self.worker.progress("analysing")
         self.worker.detail = f" ({len(parts)} parts summed, {self.numbered} members numbered)"
         return views.render_summed(job["name"], total, job["options"])

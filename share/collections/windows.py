@@ -19,14 +19,16 @@ from __future__ import annotations
 import bisect
 import hashlib
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
+from ..compute.sums import leaves
 from ..store.collections.index import Member
 from .behind import BEHIND_FEW
 from .blocks import FILLED_AFTER, RESOLUTIONS, Plan
 
 Part = str | dict[str, Any]
+__all__ = ["MOST_MEMBERS", "PENDING_FROM", "cover", "leaves", "plan"]
 # The most members a selection is summed from in windows: past it (a fleet's hour and more) it
 # is summed from its blocks (blocks.py), merged and stored once for every instance, as a
 # compute process would otherwise keep too many members' vectors, and read them all again
@@ -124,17 +126,3 @@ def _window(pids: list[str], times: list[float], t0: int, res: int, level: int) 
         if len(parts) == 1:
             return parts[0]
     return {"k": _digest(pids), "p": parts}
-
-
-def leaves(parts: Sequence[Part]) -> Iterator[str]:
-    """The member profile ids of parts, in order."""
-    for p in parts:
-        if isinstance(p, str):
-            yield p
-        else:
-            yield from leaves(p["p"])
-
-
-def key_text(part: Part) -> str:
-    """What names a part in a sum's key: a member's id, a window's digest."""
-    return part if isinstance(part, str) else "w:" + part["k"]

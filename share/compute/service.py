@@ -21,7 +21,7 @@ from . import progress as view_progress
 from .once import Lease, Once
 from .pool import AnalysisFailed, ComputePool, job_settings
 from .progress import Progress
-from .sums import BUDGET_SHARE, Busy, leaves
+from .sums import BUDGET_SHARE, Busy, leaves, parts_text
 
 AFFINITY_KEY = "compute-slot"  # in the view cache: where the profile was validated
 # Followers of a view wait this much longer than the analysis may take (queueing, storing).
@@ -86,14 +86,14 @@ class ViewService:
         comment: str,
         route: str = "",
     ) -> bytes:
-        """View `name` (views.summed_viewable) of the merge of stored profiles `parts` (two
-        or more), computed from their stack summaries (worker.summed) without storing the
-        merge, once, then cached under the first part (so it never outlives it) by the digest
-        of all. Sums of one selection go to one process (ComputePool.sum_slot), where its
-        summaries and their sum stay warm for its other views."""
+        """View `name` (views.summed_viewable) of the merge of `parts` (stored profile ids,
+        and windows of them: sums.py), computed from their stacks summed without storing the
+        merge, once, then cached under the first profile (so it never outlives it) by the
+        digest of all. `route` (a collection) names the stack table they are numbered in: its
+        sums go to one process (ComputePool.sum_slot), where that table is kept."""
         first = next(leaves(list(parts)))
         flight = _Flight(self, first, name, options, (), parts=parts, comment=comment)
-        flight.job["route"] = route  # the stack table its sums are numbered in (worker.summed)
+        flight.job["route"] = route
         return self._once(flight, self.compute.sum_slot(route or flight.parts_key))
 
     def warm_summed(
@@ -213,8 +213,7 @@ class _Flight:
         self.key = service.key(name, options, bases)
         self.parts_key = ""
         if parts:  # a sum of parts: cached under the first, by the digest of all
-            text = "\n".join(p if isinstance(p, str) else "w:" + p["k"] for p in parts)
-            self.parts_key = hashlib.sha256(text.encode()).hexdigest()[:32]
+            self.parts_key = hashlib.sha256(parts_text(list(parts)).encode()).hexdigest()[:32]
             self.key = f"summed:{self.parts_key}:{self.key}"
         self.failed_key = "failed:" + self.key
         self.once_key = f"{pid}:{self.key}"

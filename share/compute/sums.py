@@ -46,6 +46,11 @@ def leaves(parts: list[Any]) -> Iterator[str]:
             yield from leaves(p["p"])
 
 
+def parts_text(parts: list[Any]) -> str:
+    """What names parts in a sum's keys: members' ids, windows' digests."""
+    return "\n".join(p if isinstance(p, str) else "w:" + p["k"] for p in parts)
+
+
 class Busy(ShareError):
     """Numbering went past its budget: asked again, the job goes on from where it stopped."""
 
@@ -84,8 +89,7 @@ class Sums:
     def view(self, job: dict[str, Any]) -> bytes:
         """View job["name"] of the merge of job["parts"] (its body, not compressed)."""
         parts: list[Any] = job["parts"]
-        text = "\n".join(p if isinstance(p, str) else "w:" + p["k"] for p in parts)
-        key = SUM + profile_id(text.encode())
+        key = SUM + profile_id(parts_text(parts).encode())
         total = self._sums.pop(key, None)
         self.numbered = 0
         if total is None:

@@ -82,11 +82,11 @@ export class SelectionLinks {
 
   drawSides(sel, base, found, merged = null) {
     const main = { members: found.members, url: found.profile_url, blocks: found.blocks, pending: found.pending };
-    if (merged && merged.profile !== found.profile) main.merged = merged.members;
+    if (merged && (merged.profile !== found.profile || merged.members !== found.members)) main.merged = merged.members;
     this.side($("sel-main"), "Selection", sel, main);
     if (!base) return;
     const other = { members: found.base_members, url: found.base_url, pending: found.base_pending };
-    if (merged && merged.base !== found.base) other.merged = merged.base_members;
+    if (merged && (merged.base !== found.base || merged.base_members !== found.base_members)) other.merged = merged.base_members;
     this.side($("sel-base"), "Base", base, other);
   }
 
@@ -97,6 +97,8 @@ export class SelectionLinks {
   async catchUp(call, sel, base, own) {
     const q = new URLSearchParams(location.search);
     q.set("wait", "1");
+    const summed = !this.found.profile; // summed (not merged): asked summed again, with all
+    if (summed) q.set("summed", "1");
     let merged;
     try {
       // Asked again quietly when it outlasts the server's wait: the views on show are fine.
@@ -104,10 +106,16 @@ export class SelectionLinks {
     } catch {
       return; // the views stand as shown; a reload tries again
     }
-    if (call !== this.call || (merged.profile === this.found.profile && merged.base === this.found.base)) return;
+    if (call !== this.call || !newer(this.found, merged)) return;
     this.drawSides(sel, base, this.found, merged);
     for (const button of this.root.querySelectorAll(".cl-show-merged")) {
       button.addEventListener("click", () => {
+        // A sum keeps nothing the next views would find: they ask with wait=1 from now on.
+        if (summed) {
+          const now = new URLSearchParams(location.search);
+          now.set("wait", "1");
+          history.replaceState(null, "", `${location.pathname}?${now}${location.hash}`);
+        }
         this.show(sel, base, own);
         this.root.dispatchEvent(new CustomEvent("selectionmerged"));
       });
@@ -162,4 +170,11 @@ export class SelectionLinks {
     $("preview-link").href = `${at}/preview.png${query(si)}`;
     $("preview-link").hidden = Boolean(f.base); // the picture is of one profile, never a diff
   }
+}
+
+/** Whether the selection asked with wait=1 holds more than the one shown: another merged
+ * profile, or (summed) more members. */
+function newer(found, merged) {
+  return merged.profile !== found.profile || merged.base !== found.base
+    || merged.members !== found.members || merged.base_members !== found.base_members;
 }

@@ -14,6 +14,7 @@ import requests
 from test_collections_browser import add, create, settled
 from test_web_viewer_browser import shot
 
+from share.collections import windows
 from share.collections.behind import BEHIND_FROM
 
 from conftest import local_server, unique_profile
@@ -131,3 +132,43 @@ def test_a_catch_up_that_outlasts_the_wait_is_asked_again_quietly(page, impatien
     page.wait_for_selector("#sel-main .cl-show-merged", timeout=60_000)
     assert page.is_hidden("#status"), page.text_content("#status")
     assert page.inner_text("#sel-main .cl-show-merged") == f"Show all {2 + BEHIND_FROM}"
+
+
+def test_a_summed_selection_s_pending_members_are_shown_when_asked(page, live_server) -> None:  # type: ignore[no-untyped-def]
+    """The plain page sums (no merge to wait for): members of a 10 s window that has not
+    ended (here one ten minutes ahead, so the test does not race the clock) are left pending;
+    the page asks with wait=1, offers them, and shows them when asked, its views then asking
+    with wait=1 too (a sum leaves nothing for the next view to find)."""
+    c = create(live_server, "summed catch-up")
+    at = (int(time.time()) // 60 - 1) * 60 + 1
+    for i in range(2):
+        add(live_server, c, unique_profile(f"su{i}", "go-runtime/cpu-small.pb.gz"), at, pod="b")
+    ahead = (int(time.time()) // 10 + 60) * 10 + 1
+    for i in range(windows.PENDING_FROM):
+        data = unique_profile(f"sa{i}", "go-runtime/cpu-small.pb.gz")
+        add(live_server, c, data, ahead + i * 0.01, pod="b")
+
+    page.goto(f"{c['url']}?match={requests.utils.quote(MATCH_B)}")
+    settled(page)
+    before = int(page.get_attribute("#total", "data-total"))
+    page.wait_for_selector("#sel-main .cl-show-merged", timeout=60_000)
+    line = page.inner_text("#sel-main")
+    assert "2 profiles merged" in line, line
+    assert f"{windows.PENDING_FROM} newer ones merged in since" in line, line
+    with page.expect_response(re.compile(r"/flamegraph\?")) as got:
+        page.click("#sel-main .cl-show-merged")
+    assert got.value.headers["x-collection-members"] == str(2 + windows.PENDING_FROM)
+    assert "x-collection-summed" in got.value.headers and "wait=1" in page.url
+    page.wait_for_function(
+        "(n) => document.getElementById('sel-main').innerText.includes(n + ' profiles merged')",
+        arg=2 + windows.PENDING_FROM,
+        timeout=60_000,
+    )
+    page.wait_for_function(
+        "(b) => Number(document.getElementById('total').dataset.total) > b", arg=before
+    )
+    assert (
+        int(page.get_attribute("#total", "data-total")) == before * (2 + windows.PENDING_FROM) // 2
+    )
+    assert page.query_selector("#sel-main .cl-show-merged") is None
+    assert page.console_errors == []

@@ -19,6 +19,7 @@ from __future__ import annotations
 import bisect
 import hashlib
 import math
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -50,7 +51,8 @@ def cover(
 ) -> tuple[list[Part], int]:
     """The parts of members (sorted by time) in [start, end); None: open, past every member;
     and how many members were left pending. now: a view's, which is answered behind: the
-    members of a 10 s window still filling (as blocks.FILLED_AFTER says) are left pending once
+    members of a 10 s window still filling (as blocks.FILLED_AFTER says; or ahead of now, not
+    ended) are left pending once
     they are PENDING_FROM or more, as a fleet's are, so that its views share one sum until the
     window has filled, instead of each summing the window anew with the adds since the last."""
     if not members:
@@ -59,13 +61,11 @@ def cover(
     if now is not None:
         small = RESOLUTIONS[0]
         filling = math.floor((now - FILLED_AFTER) / small) * small  # windows from here fill
-        times = [m.time for m in members]
-        keep = list(members)
-        for t0 in range(int(filling), int(now) + small, small):
-            i, j = bisect.bisect_left(times, t0), bisect.bisect_left(times, t0 + small)
-            if j - i >= PENDING_FROM:
-                pending += j - i
-                keep = [m for m in keep if not t0 <= m.time < t0 + small]
+        late = [m for m in members if m.time >= filling]  # and those ahead of now, not ended
+        count = Counter(math.floor(m.time / small) for m in late)
+        held = {w for w, n in count.items() if n >= PENDING_FROM}
+        keep = [m for m in members if m.time < filling or math.floor(m.time / small) not in held]
+        pending = len(members) - len(keep)
         if pending and keep:
             members = keep
         else:

@@ -35,6 +35,40 @@ def selection(server: str, cid: str, **query: str) -> dict:  # type: ignore[type
     return r.json()  # type: ignore[no-any-return]
 
 
+def offered(page, shown: int, pending: int) -> int:  # type: ignore[no-untyped-def]
+    """The page as first drawn (its total, returned) offers the pending members once its
+    catch-up has them, and shows nothing more until asked."""
+    settled(page)
+    before = int(page.get_attribute("#total", "data-total"))
+    page.wait_for_selector("#sel-main .cl-show-merged", timeout=60_000)
+    line = page.inner_text("#sel-main")
+    assert f"{shown} profiles merged" in line, line
+    assert f"{pending} newer ones merged in since" in line, line
+    assert page.inner_text("#sel-main .cl-show-merged") == f"Show all {shown + pending}"
+    assert int(page.get_attribute("#total", "data-total")) == before  # nothing moved unasked
+    return before
+
+
+def show_all(page, shown: int, pending: int, before: int) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    """Click "Show all": the flame graph asked then holds every member, and the line and the
+    total say so (every member a copy of one profile: the total grows in proportion). The
+    headers of that flame graph."""
+    with page.expect_response(re.compile(r"/flamegraph\?")) as got:
+        page.click("#sel-main .cl-show-merged")
+    assert got.value.headers["x-collection-members"] == str(shown + pending)
+    page.wait_for_function(
+        "(n) => document.getElementById('sel-main').innerText.includes(n + ' profiles merged')",
+        arg=shown + pending,
+        timeout=60_000,
+    )
+    page.wait_for_function(
+        "(b) => Number(document.getElementById('total').dataset.total) > b", arg=before
+    )
+    assert int(page.get_attribute("#total", "data-total")) == before * (shown + pending) // shown
+    assert page.query_selector("#sel-main .cl-show-merged") is None
+    return got.value.headers  # type: ignore[no-any-return]
+
+
 def test_pending_members_are_merged_in_and_shown_when_asked(page, live_server) -> None:  # type: ignore[no-untyped-def]
     c = create(live_server, "catch-up")
     at = (int(time.time()) // 60 - 1) * 60 + 1  # a settled minute: one 10 s window
@@ -49,30 +83,10 @@ def test_pending_members_are_merged_in_and_shown_when_asked(page, live_server) -
     # With pprof's options (focus=): its views merge, and are answered behind; the plain
     # flame graph and top table sum every member of a settled window, with nothing pending.
     page.goto(f"{c['url']}?match={requests.utils.quote(match)}&focus=main")
-    settled(page)
-    before = int(page.get_attribute("#total", "data-total"))
-    page.wait_for_selector("#sel-main .cl-show-merged", timeout=60_000)
-    line = page.inner_text("#sel-main")
-    assert "2 profiles merged" in line, line
-    assert f"{BEHIND_FROM} newer ones merged in since" in line, line
-    assert page.inner_text("#sel-main .cl-show-merged") == f"Show all {2 + BEHIND_FROM}"
-    assert int(page.get_attribute("#total", "data-total")) == before  # nothing moved unasked
+    before = offered(page, 2, BEHIND_FROM)
     shot(page, "collection-catch-up")
 
-    with page.expect_response(re.compile(r"/flamegraph\?")) as got:
-        page.click("#sel-main .cl-show-merged")
-    assert got.value.headers["x-collection-members"] == str(2 + BEHIND_FROM)
-    page.wait_for_function(
-        "(n) => document.getElementById('sel-main').innerText.includes(n + ' profiles merged')",
-        arg=2 + BEHIND_FROM,
-        timeout=60_000,
-    )
-    page.wait_for_function(
-        "(b) => Number(document.getElementById('total').dataset.total) > b", arg=before
-    )
-    # Every member is a copy of one profile: the merge of all of them, 17 times the first two.
-    assert int(page.get_attribute("#total", "data-total")) == before * (2 + BEHIND_FROM) // 2
-    assert page.query_selector("#sel-main .cl-show-merged") is None
+    show_all(page, 2, BEHIND_FROM, before)
     assert page.console_errors == []
 
 
@@ -149,26 +163,7 @@ def test_a_summed_selection_s_pending_members_are_shown_when_asked(page, live_se
         add(live_server, c, data, ahead + i * 0.01, pod="b")
 
     page.goto(f"{c['url']}?match={requests.utils.quote(MATCH_B)}")
-    settled(page)
-    before = int(page.get_attribute("#total", "data-total"))
-    page.wait_for_selector("#sel-main .cl-show-merged", timeout=60_000)
-    line = page.inner_text("#sel-main")
-    assert "2 profiles merged" in line, line
-    assert f"{windows.PENDING_FROM} newer ones merged in since" in line, line
-    with page.expect_response(re.compile(r"/flamegraph\?")) as got:
-        page.click("#sel-main .cl-show-merged")
-    assert got.value.headers["x-collection-members"] == str(2 + windows.PENDING_FROM)
-    assert "x-collection-summed" in got.value.headers and "wait=1" in page.url
-    page.wait_for_function(
-        "(n) => document.getElementById('sel-main').innerText.includes(n + ' profiles merged')",
-        arg=2 + windows.PENDING_FROM,
-        timeout=60_000,
-    )
-    page.wait_for_function(
-        "(b) => Number(document.getElementById('total').dataset.total) > b", arg=before
-    )
-    assert (
-        int(page.get_attribute("#total", "data-total")) == before * (2 + windows.PENDING_FROM) // 2
-    )
-    assert page.query_selector("#sel-main .cl-show-merged") is None
+    before = offered(page, 2, windows.PENDING_FROM)
+    headers = show_all(page, 2, windows.PENDING_FROM, before)
+    assert "x-collection-summed" in headers and "wait=1" in page.url
     assert page.console_errors == []

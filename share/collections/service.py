@@ -235,8 +235,8 @@ class Collections:
         """The stored profile of the selection's members of one kind, and how it was made. A
         member whose profile is gone is dropped from the collection, and the selection merged
         again without it. behind: newest members may be pending (Plan.pending), as for views.
-        merge=False: not merged (None; the parts, windows of members (windows.plan), are summed
-        by the views that read only stack summaries); past windows.MOST_MEMBERS, its blocks."""
+        merge=False: not merged (None; its parts, windows of members (windows.plan) or past
+        windows.MOST_MEMBERS its blocks, are summed by the views that read only stacks)."""
         try:
             return self._merged(c, s, kind, behind, merge)
         except ShareError as exc:  # the compute tier's NotFound arrives as a ShareError
@@ -377,9 +377,7 @@ class Collections:
         s = sel.selection(args, now)
         kind = s.kind or self.default_kind(c)
         behind = not sel.waits(args)
-        # A comparison is merged; so is a selection asked with `wait` (the page's catch-up of
-        # what was pending): its merge becomes the entry that the next views find.
-        merge = merge or sel.has_base(args)
+        merge = merge or sel.has_base(args)  # a comparison is merged
         pid, plan = self.merged(c, s, kind, behind=behind, merge=merge)
         base = base_plan = None
         if sel.has_base(args):
@@ -390,8 +388,10 @@ class Collections:
     def summed_view(
         self, parts: list[Any], name: str, opts: dict[str, Any], title: str, route: str = ""
     ) -> bytes:
-        """View `name` of the merge of live profiles `parts` from their stack summaries summed
-        (compute.service.ViewService.summed), held to the bytes a merge may read."""
+        """View `name` of the merge of `parts` from their stacks summed (ViewService.summed):
+        blocks held to a merge's bytes; windows to MOST_MEMBERS, read in budgets (sums.py)."""
+        if all(isinstance(p, str) for p in parts):  # blocks, or a few members: a record each
+            self.share.merges.check("a sum", 0, sum(self.share.record(p).size_bytes for p in parts))
         return self.share.views.summed(tuple(parts), name, opts, title, route=route)
 
     # --- warming ------------------------------------------------------------------------

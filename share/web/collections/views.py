@@ -132,8 +132,7 @@ def _summed(cid: str, name: str) -> tuple[Resolved, bytes] | None:
     if found.pid is not None:
         return found, reports.computed(found.pid, name, _args(found))
     parts = found.plan.parts
-    first = parts[0] if isinstance(parts[0], str) else next(windows.leaves(parts))
-    opts = reports.view_options(first, name, _args(found))
+    opts = reports.view_options(next(windows.leaves(parts)), name, _args(found))
     if not views.summed_viewable(name, opts):
         return None
     title = SELECTION_TITLE.format(cid=cid, n=found.plan.members)

@@ -77,6 +77,25 @@ def test_sums_past_a_double_s_integers_stay_exact() -> None:
     assert got == {k: tuple(2 * v for v in vs) for k, vs in stack_values(big).items()}
 
 
+def test_vectors_are_kept_narrow_where_they_fit_and_summed_wide() -> None:
+    """A vector whose values all fit an int32 is kept so (half the cache); sums past 2**31,
+    of narrow parts, are exact, and a part past it is kept wide."""
+    cpu = summed.of(parse((GO / "cpu-small.pb.gz").read_bytes()))
+    table = stacktable.StackTable(cpu)
+    cpu.values = cpu.values * 10  # nanoseconds past 2**31 on a stack
+    wide = table.vector(cpu)
+    near = table.summary(wide)  # its stacks distinct (a profile's may repeat one)
+    near.values = np.zeros_like(near.values)
+    near.values[:, 0] = (1 << 31) - 1  # every stack at the edge: still narrow
+    narrow = table.vector(near)
+    assert narrow.values.dtype == np.int32 and wide.values.dtype == np.int64
+    got = stack_values(table.summary(table.add([narrow, narrow, narrow])))
+    assert {v[0] for v in got.values()} == {3 * ((1 << 31) - 1)}
+    assert table.add([narrow, narrow]).values.dtype == np.int64
+    assert stack_values(table.summary(wide)) == stack_values(cpu)
+    assert int(wide.values.max()) >= 1 << 31
+
+
 def members(times: list[float]) -> list[Member]:
     return [Member(f"p{i}", t, {}, "cpu", t) for i, t in enumerate(times)]
 

@@ -16,6 +16,7 @@ import pytest
 
 from share.analysis.model.tables import tables
 from share.compute import protocol
+from share.compute.cache import ProfileCache
 from share.compute.worker import Worker
 from share.store import locate
 
@@ -64,3 +65,20 @@ def test_a_profile_the_cache_let_go_is_freed_by_the_next_job(
     assert "ok" in view(w, url, "id1")
     assert w.cache.keys() == ["id1"]
     assert first() is None, "the evicted profile's analysis is still in memory"
+
+
+def test_the_cache_keeps_its_cap_by_a_running_total() -> None:
+    """The cache's bytes are the sum of what it keeps, through puts, resizes, replacements
+    and evictions (kept as a running total: a fleet's collection keeps thousands of vectors,
+    and summing them at every put cost a merge process more with every member)."""
+    cache = ProfileCache(100)
+    for i in range(50):
+        cache.put(f"k{i}", i, 7 + i % 5)
+        if i % 3 == 0:
+            cache.resize(f"k{i}", 11)
+        if i % 7 == 0:
+            cache.put(f"k{i}", "again", 3)
+        assert cache.bytes() == sum(size for _, size in cache._items.values()) <= 100
+    assert cache.get("k0") is None and cache.get("k48") == 48
+    cache.put("big", None, 500)  # past the cap alone: kept, the rest let go
+    assert cache.keys() == ["big"] and cache.bytes() == 500

@@ -58,6 +58,7 @@ class ProfileCache:
     def __init__(self, max_bytes: int) -> None:
         self.max_bytes = max_bytes
         self._items: OrderedDict[str, tuple[Any, int]] = OrderedDict()
+        self._bytes = 0  # the sum of the sizes kept: a fleet's collection keeps thousands
         self.let_go = 0  # bytes evicted since the owner last collected them (worker.py)
 
     def __contains__(self, key: str) -> bool:
@@ -73,6 +74,8 @@ class ProfileCache:
     def put(self, key: str, value: Any, size: int) -> None:
         if self.max_bytes <= 0:  # an ingest process's: keeps nothing (else the one in use)
             return
+        before = self._items.get(key)
+        self._bytes += size - (before[1] if before is not None else 0)
         self._items[key] = (value, size)
         self._items.move_to_end(key)
         self.trim(keep=key)
@@ -80,7 +83,9 @@ class ProfileCache:
     def resize(self, key: str, size: int) -> None:
         """A value's caches grew (stacks, graphs): account for it and trim the others."""
         if key in self._items:
-            self._items[key] = (self._items[key][0], size)
+            value, before = self._items[key]
+            self._bytes += size - before
+            self._items[key] = (value, size)
             self.trim(keep=key)
 
     def trim(self, keep: str | None = None) -> None:
@@ -89,10 +94,12 @@ class ProfileCache:
             if oldest == keep:
                 self._items.move_to_end(oldest)
                 oldest = next(iter(self._items))
-            self.let_go += self._items.pop(oldest)[1]
+            size = self._items.pop(oldest)[1]
+            self._bytes -= size
+            self.let_go += size
 
     def bytes(self) -> int:
-        return sum(size for _, size in self._items.values())
+        return self._bytes
 
     def keys(self) -> list[str]:
         return list(self._items)

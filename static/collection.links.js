@@ -72,7 +72,10 @@ export class SelectionLinks {
       if (rec) renderMeta(rec);
       else $("meta-list").replaceChildren();
       const list = $("meta-list");
-      const facts = [["Members merged", String(found.members)], ["Pre-merged blocks", String(found.blocks)]];
+      const facts = [["Members merged", String(found.members)]];
+      // Summed selections read windows of members' stacks; merged ones, pre-merged blocks.
+      if (found.windows) facts.push(["Summed from time windows", String(found.windows)]);
+      if (found.blocks || !found.windows) facts.push(["Pre-merged blocks", String(found.blocks)]);
       if (found.base) facts.push(["Base members", String(found.base_members)]);
       for (const [dt, dd] of facts.reverse()) list.prepend(el("dt", { textContent: dt }), el("dd", { textContent: dd }));
     } catch {
@@ -81,7 +84,7 @@ export class SelectionLinks {
   }
 
   drawSides(sel, base, found, merged = null) {
-    const main = { members: found.members, url: found.profile_url, blocks: found.blocks, pending: found.pending };
+    const main = { members: found.members, url: found.profile_url, blocks: found.blocks, windows: found.windows, pending: found.pending };
     if (merged && (merged.profile !== found.profile || merged.members !== found.members)) main.merged = merged.members;
     this.side($("sel-main"), "Selection", sel, main);
     if (!base) return;
@@ -130,7 +133,9 @@ export class SelectionLinks {
     if (s.kind) parts.push(s.kind);
     const plural = (n) => (n === 1 ? "" : "s");
     if (f && f.members != null) {
-      const from = f.blocks ? ` (read from ${f.blocks} pre-merged block${plural(f.blocks)})` : "";
+      let from = "";
+      if (f.windows) from = ` (summed from ${f.windows} time window${plural(f.windows)})`;
+      else if (f.blocks) from = ` (read from ${f.blocks} pre-merged block${plural(f.blocks)})`;
       parts.push(`${f.members} profile${plural(f.members)} merged${from}`);
       if (f.merged != null) {
         const n = f.merged - f.members;

@@ -84,6 +84,7 @@ def test_pending_members_are_merged_in_and_shown_when_asked(page, live_server) -
     # flame graph and top table sum every member of a settled window, with nothing pending.
     page.goto(f"{c['url']}?match={requests.utils.quote(match)}&focus=main")
     before = offered(page, 2, BEHIND_FROM)
+    assert "time window" not in page.inner_text("#sel-main")  # merged, not summed
     shot(page, "collection-catch-up")
 
     show_all(page, 2, BEHIND_FROM, before)
@@ -166,4 +167,12 @@ def test_a_summed_selection_s_pending_members_are_shown_when_asked(page, live_se
     before = offered(page, 2, windows.PENDING_FROM)
     headers = show_all(page, 2, windows.PENDING_FROM, before)
     assert "x-collection-summed" in headers and "wait=1" in page.url
+    # It says what it read: windows of members' stacks summed, no pre-merged block.
+    line = page.inner_text("#sel-main")
+    assert re.search(r"profiles merged \(summed from \d+ time windows?\)", line), line
+    page.wait_for_function(
+        "() => document.getElementById('meta-list').innerText.includes('Members merged')"
+    )
+    meta = page.inner_text("#meta-list")
+    assert "Summed from time windows" in meta and "Pre-merged" not in meta, meta
     assert page.console_errors == []

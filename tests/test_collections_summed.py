@@ -116,6 +116,8 @@ def test_a_range_is_summed_not_merged_and_equals_its_merge(fleet: Any) -> None:
     assert int(top.headers["X-Collection-Summed"]) >= 2
     assert "X-Collection-Profile" not in top.headers
     assert top.headers["X-Collection-Members"] == "6"
+    # Two settled 10 s windows and the two members of the cut one: no pre-merged block.
+    assert (top.headers["X-Collection-Windows"], top.headers["X-Collection-Blocks"]) == ("2", "0")
     flame = client.get(f"/api/v1/collections/{cid}/flamegraph", query_string=query)
     assert flame.status_code == 200 and "X-Collection-Summed" in flame.headers
     # Summed in windows (share.collections.windows): nothing merged, nothing stored.
@@ -124,7 +126,8 @@ def test_a_range_is_summed_not_merged_and_equals_its_merge(fleet: Any) -> None:
     doc = client.get(
         f"/api/v1/collections/{cid}/selection", query_string={**query, "summed": "1"}
     ).json
-    assert doc["profile"] is None and doc["summed"] >= 2 and doc["members"] == 6
+    assert doc["profile"] is None and doc["summed"] == 4 and doc["members"] == 6
+    assert doc["windows"] == 2 and doc["blocks"] == 0, doc
     assert set(share.blobs.keys()) - stored == made
     assert top.json == merged_view(client, pids, "top", budget="0")
     assert by_name(flame.json) == by_name(merged_view(client, pids, "flamegraph", budget="0"))

@@ -91,6 +91,12 @@ def plan(
     return (parts[0] if len(parts) == 1 and isinstance(parts[0], str) else None), found
 
 
+def count(found: Plan) -> int:
+    """The time windows among a plan's parts (a plan of blocks has none; plan() counts its
+    windows where a plan of blocks counts blocks)."""
+    return sum(not isinstance(p, str) for p in found.parts)
+
+
 def _cover(
     pids: list[str], times: list[float], lo: float, hi: float, level: int, out: list[Part]
 ) -> None:

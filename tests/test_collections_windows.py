@@ -96,6 +96,22 @@ def test_vectors_are_kept_narrow_where_they_fit_and_summed_wide() -> None:
     assert int(wide.values.max()) >= 1 << 31
 
 
+@pytest.mark.parametrize("name", ["cpu-large.pb.gz", "heap-large.pb.gz", "cpu-empty.pb.gz"])
+def test_a_packed_vector_unpacks_to_itself_in_less_room(name: str) -> None:
+    """What a process keeps between views is packed: its ids, values and dtype come back."""
+    s = summed.of(parse((GO / name).read_bytes()))
+    table = stacktable.StackTable(s)
+    table.vector(summed.of(parse((GO / "cpu-small.pb.gz").read_bytes())))  # ids start later
+    for v in (table.vector(s), table.add([table.vector(s)] * 3)):
+        packed = stacktable.pack(v)
+        back = stacktable.unpack(packed)
+        assert back.ids.dtype == np.int32 and np.array_equal(back.ids, v.ids)
+        assert back.values.dtype == v.values.dtype and np.array_equal(back.values, v.values)
+        assert (back.magnitude, back.default_type) == (v.magnitude, v.default_type)
+        if len(v.ids) > 100:
+            assert packed.footprint() < v.footprint() / 4
+
+
 def members(times: list[float]) -> list[Member]:
     return [Member(f"p{i}", t, {}, "cpu", t) for i, t in enumerate(times)]
 
@@ -162,6 +178,8 @@ def test_numbering_stops_at_its_budget_and_goes_on_when_asked_again(tmp_path: Pa
     assert worker.sums.numbered == 3  # the rest, not the first again
     assert worker.run(summed_job(tmp_path, pids, 0))  # all kept: nothing to number
     assert worker.sums.numbered == 0
+    kept = [worker.cache.get(k) for k in worker.cache.keys() if k.startswith(sums.VECTOR)]
+    assert len(kept) == 5 and all(isinstance(k[1], stacktable.Packed) for k in kept)
 
 
 def test_the_warm_up_numbers_the_members_before_any_view(tmp_path: Path) -> None:

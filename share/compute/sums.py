@@ -135,18 +135,28 @@ class Sums:
         cold: list[str] = []
         for p in parts:
             if isinstance(p, str):
-                if self._kept(f"{VECTOR}{route}:{p}") is None:
+                if self._packed(f"{VECTOR}{route}:{p}") is None:
                     cold.append(p)
-            elif self._kept(f"{VECTOR}{route}:w:{p['k']}") is None:
+            elif self._packed(f"{VECTOR}{route}:w:{p['k']}") is None:
                 cold.extend(self._cold(route, p["p"]))
         return cold
 
-    def _kept(self, key: str) -> Kept | None:
-        """A vector kept here, when its table is still in use."""
+    def _packed(self, key: str) -> tuple[stacktable.StackTable, stacktable.Packed] | None:
+        """A vector kept here, packed, when its table is still in use."""
         kept = self.cache.get(key)
         if kept is None or not any(kept[0] is t for t in self._tables.values()):
             return None
         return kept  # type: ignore[no-any-return]
+
+    def _kept(self, key: str) -> Kept | None:
+        """A vector kept here (its table still in use), unpacked."""
+        kept = self._packed(key)
+        return None if kept is None else (kept[0], stacktable.unpack(kept[1]))
+
+    def _keep(self, key: str, kept: Kept) -> None:
+        """Kept packed (stacktable.Packed: its cache bounds how far back ranges stay warm)."""
+        packed = stacktable.pack(kept[1])
+        self.cache.put(key, (kept[0], packed), packed.footprint())
 
     def _table(self, route: str, s: summed.Summary) -> stacktable.StackTable | None:
         """The route's (a collection's) stack table for summaries like s; None: not summable."""
@@ -173,7 +183,7 @@ class Sums:
                 if table is None:
                     return None
                 kept = (table, table.add([g[1] for g in got]))  # type: ignore[index]
-                self.cache.put(key, kept, kept[1].footprint())
+                self._keep(key, kept)
             return kept
         key = f"{VECTOR}{route}:{part}"
         kept = self._kept(key)
@@ -192,7 +202,7 @@ class Sums:
         if table is None or not table.accepts(s):
             return None
         kept = (table, table.vector(s))
-        self.cache.put(key, kept, kept[1].footprint())
+        self._keep(key, kept)
         return kept
 
     def _decoded(self, pid: str, job: dict[str, Any], fetched: _Fetched) -> Any:

@@ -178,8 +178,15 @@ def test_numbering_stops_at_its_budget_and_goes_on_when_asked_again(tmp_path: Pa
     assert worker.sums.numbered == 3  # the rest, not the first again
     assert worker.run(summed_job(tmp_path, pids, 0))  # all kept: nothing to number
     assert worker.sums.numbered == 0
-    kept = [worker.cache.get(k) for k in worker.cache.keys() if k.startswith(sums.VECTOR)]
+    names = worker.cache.keys()  # in the order used
+    kept = [worker.cache.get(k) for k in names if k.startswith(sums.VECTOR)]
     assert len(kept) == 5 and all(isinstance(k[1], stacktable.Packed) for k in kept)
+    # A window of windows is read by every view of a range: kept as it is.
+    worker.run({**summed_job(tmp_path, pids, 0), "parts": [{"k": "outer", "p": [
+        {"k": "w", "p": pids}, {"k": "w2", "p": pids[:2]}]}]})  # fmt: skip
+    outer = worker.cache.get(f"{sums.VECTOR}c:w:outer")
+    assert isinstance(outer[1], stacktable.Vector)
+    assert isinstance(worker.cache.get(f"{sums.VECTOR}c:w:w2")[1], stacktable.Packed)
 
 
 def test_the_warm_up_numbers_the_members_before_any_view(tmp_path: Path) -> None:

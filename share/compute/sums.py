@@ -141,8 +141,8 @@ class Sums:
                 cold.extend(self._cold(route, p["p"]))
         return cold
 
-    def _packed(self, key: str) -> tuple[stacktable.StackTable, stacktable.Packed] | None:
-        """A vector kept here, packed, when its table is still in use."""
+    def _packed(self, key: str) -> tuple[stacktable.StackTable, Any] | None:
+        """A vector kept here, packed or not (_keep), when its table is still in use."""
         kept = self.cache.get(key)
         if kept is None or not any(kept[0] is t for t in self._tables.values()):
             return None
@@ -151,12 +151,16 @@ class Sums:
     def _kept(self, key: str) -> Kept | None:
         """A vector kept here (its table still in use), unpacked."""
         kept = self._packed(key)
-        return None if kept is None else (kept[0], stacktable.unpack(kept[1]))
+        if kept is None or isinstance(kept[1], stacktable.Vector):
+            return kept  # type: ignore[return-value]
+        return kept[0], stacktable.unpack(kept[1])
 
-    def _keep(self, key: str, kept: Kept) -> None:
-        """Kept packed (stacktable.Packed: its cache bounds how far back ranges stay warm)."""
-        packed = stacktable.pack(kept[1])
-        self.cache.put(key, (kept[0], packed), packed.footprint())
+    def _keep(self, key: str, kept: Kept, packed: bool = True) -> None:
+        """Kept packed (stacktable.Packed: a process's cache bounds how far back ranges stay
+        warm): members and windows of members, the bulk; wider windows, which every view of
+        a range reads and which are few, as they are (a heap window unpacks in about 1.3 ms)."""
+        value = stacktable.pack(kept[1]) if packed else kept[1]
+        self.cache.put(key, (kept[0], value), value.footprint())
 
     def _table(self, route: str, s: summed.Summary) -> stacktable.StackTable | None:
         """The route's (a collection's) stack table for summaries like s; None: not summable."""
@@ -183,7 +187,7 @@ class Sums:
                 if table is None:
                     return None
                 kept = (table, table.add([g[1] for g in got]))  # type: ignore[index]
-                self._keep(key, kept)
+                self._keep(key, kept, packed=all(isinstance(q, str) for q in part["p"]))
             return kept
         key = f"{VECTOR}{route}:{part}"
         kept = self._kept(key)

@@ -67,9 +67,10 @@ def latest_add(members: Sequence[Member]) -> float:
 class Plan:
     """The parts a selection's profile is merged from, in time order."""
 
-    parts: list[str]  # profile ids: blocks and loose members
+    parts: list[str]  # profile ids: blocks and loose members (or windows: windows.plan)
     members: int  # members selected
     blocks: int  # parts that are blocks
+    windows: int = 0  # parts that are windows of members, summed (windows.plan)
     built: int = 0  # blocks built for this plan
     extended: int = 0  # of those, blocks extended with new members rather than merged anew
     pending: int = 0  # members selected but not merged in yet (a recent merge served behind)

@@ -52,9 +52,9 @@ def cover(
     """The parts of members (sorted by time) in [start, end); None: open, past every member;
     and how many members were left pending. now: a view's, which is answered behind: the
     members of a 10 s window still filling (as blocks.FILLED_AFTER says; or ahead of now, not
-    ended) are left pending once
-    they are PENDING_FROM or more, as a fleet's are, so that its views share one sum until the
-    window has filled, instead of each summing the window anew with the adds since the last."""
+    ended) are left pending once they are PENDING_FROM or more, as a fleet's are, so that its
+    views share one sum until the window has filled, instead of each summing the window anew
+    with the adds since the last."""
     if not members:
         return [], 0
     pending = 0
@@ -87,14 +87,8 @@ def plan(
     when it is all."""
     parts, pending = cover(members, start, end, now)
     windows = sum(not isinstance(p, str) for p in parts)
-    found = Plan(parts, len(members) - pending, windows, pending=pending)  # type: ignore[arg-type]
+    found = Plan(parts, len(members) - pending, 0, windows, pending=pending)  # type: ignore[arg-type]
     return (parts[0] if len(parts) == 1 and isinstance(parts[0], str) else None), found
-
-
-def count(found: Plan) -> int:
-    """The time windows among a plan's parts (a plan of blocks has none; plan() counts its
-    windows where a plan of blocks counts blocks)."""
-    return sum(not isinstance(p, str) for p in found.parts)
 
 
 def _cover(

@@ -105,10 +105,9 @@ def _headers(response: Response, found: Resolved) -> Response:
     else:
         response.headers["X-Collection-Summed"] = str(len(found.plan.parts))
     response.headers["X-Collection-Members"] = str(found.plan.members)
-    n_windows = windows.count(found.plan)
-    response.headers["X-Collection-Blocks"] = str(found.plan.blocks - n_windows)
-    if n_windows:  # summed: the time windows it was summed from
-        response.headers["X-Collection-Windows"] = str(n_windows)
+    response.headers["X-Collection-Blocks"] = str(found.plan.blocks)
+    if found.plan.windows:  # summed: the time windows it was summed from
+        response.headers["X-Collection-Windows"] = str(found.plan.windows)
     if found.plan.pending:  # members not merged in yet (recent times of a collection a fleet feeds)
         response.headers["X-Collection-Pending"] = str(found.plan.pending)
     if found.kind:
@@ -174,12 +173,11 @@ def selection_doc(cid: str) -> Response:
     plain = set(sel.view_args(request.args)) <= PLAIN_ARGS  # else its views merge it
     found = _resolved(cid, merge=not (request.args.get("summed") in ("1", "true") and plain))
     url = f"{base_url()}/{found.pid}" if found.pid else None
-    n_windows = windows.count(found.plan)
     doc: dict[str, Any] = {
         "profile": found.pid, "profile_url": url, "summed": len(found.plan.parts) if not url else 0,
         "base": found.base, "base_url": f"{base_url()}/{found.base}" if found.base else None,
         "kind": found.kind, "members": found.plan.members, "parts": len(found.plan.parts),
-        "blocks": found.plan.blocks - n_windows, "windows": n_windows, "built": found.plan.built,
+        "blocks": found.plan.blocks, "windows": found.plan.windows, "built": found.plan.built,
         "extended": found.plan.extended, "pending": found.plan.pending,
         "base_members": found.base_plan.members if found.base_plan else None,
         "base_pending": found.base_plan.pending if found.base_plan else None,
